@@ -1,0 +1,51 @@
+# Every target sets itself up: `make check` and `make test` work on a fresh clone.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+TRACECHECK := $(BIN)/tracecheck
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 14
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found " + sys.version.split()[0] + ")")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=23.2'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+.PHONY: setup
+setup: $(STAMP) ## create .venv and install the project with its test tools (idempotent)
+
+.PHONY: check
+check: setup ## the main job: every quick TLC model against the manifest
+	$(TRACECHECK) check
+
+.PHONY: test
+test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
+	$(BIN)/pytest
+
+.PHONY: lint
+lint: setup ## ruff and mypy --strict on impl/ and conformance/
+	$(BIN)/ruff check impl conformance tests
+	$(BIN)/ruff format --check impl conformance tests
+	$(BIN)/mypy impl/protoref conformance/tracecheck
+
+.PHONY: bench
+bench: setup ## deep models (minutes each) and benchmarks; figures go to docs/
+	$(TRACECHECK) check --class deep --workers auto
+
+.PHONY: docs
+docs: setup ## regenerate the generated parts of docs/ (model tables)
+	$(TRACECHECK) docs
+
+.PHONY: clean
+clean: ## remove the venv, caches and TLC leftovers
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	find spec tests -type d \( -name states -o -name gen \) -prune -exec rm -rf {} +
+	find spec tests -name '*_TTrace_*' -delete

@@ -1,0 +1,79 @@
+"""Just enough of TLC's ``.cfg`` language to list and isolate a model's properties.
+
+TLC 2.15 reports a temporal violation as "Temporal properties were violated." without saying
+which, so when a model checks several properties the runner re-checks them one at a time to
+name the culprit. That needs the property names and a copy of the cfg with a single property.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["KEYWORDS", "properties", "strip_comments", "with_only_property"]
+
+KEYWORDS = frozenset(
+    {
+        "CONSTANT",
+        "CONSTANTS",
+        "INIT",
+        "NEXT",
+        "SPECIFICATION",
+        "INVARIANT",
+        "INVARIANTS",
+        "PROPERTY",
+        "PROPERTIES",
+        "SYMMETRY",
+        "VIEW",
+        "CONSTRAINT",
+        "CONSTRAINTS",
+        "ACTION_CONSTRAINT",
+        "ACTION_CONSTRAINTS",
+        "TYPE",
+        "TYPE_CONSTRAINT",
+        "CHECK_DEADLOCK",
+        "POSTCONDITION",
+        "ALIAS",
+    }
+)
+_PROPERTY_KEYWORDS = frozenset({"PROPERTY", "PROPERTIES"})
+_BLOCK_COMMENT = re.compile(r"\(\*.*?\*\)", re.DOTALL)
+_LINE_COMMENT = re.compile(r"\\\*[^\n]*")
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[A-Za-z0-9_]+|<-|\.\.|\S')
+
+
+def strip_comments(text: str) -> str:
+    """The cfg text without ``(* *)`` and ``\\*`` comments."""
+    return _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub("", text))
+
+
+def _sections(text: str) -> list[tuple[str, list[str]]]:
+    sections: list[tuple[str, list[str]]] = []
+    for token in _TOKEN.findall(strip_comments(text)):
+        if token in KEYWORDS:
+            sections.append((token, []))
+        elif sections:
+            sections[-1][1].append(token)
+    return sections
+
+
+def properties(text: str) -> list[str]:
+    """The names listed under ``PROPERTY``/``PROPERTIES``, in order."""
+    names: list[str] = []
+    for keyword, tokens in _sections(text):
+        if keyword in _PROPERTY_KEYWORDS:
+            names += [t for t in tokens if t not in {",", "<-"}]
+    return names
+
+
+def with_only_property(text: str, name: str) -> str:
+    """A cfg equal to ``text`` but checking the single temporal property ``name``.
+
+    Everything but the property sections is kept verbatim, comments removed (they cannot change
+    meaning), so constants, symmetry and invariants stay as the model's author wrote them.
+    """
+    kept: list[str] = []
+    for keyword, tokens in _sections(text):
+        if keyword not in _PROPERTY_KEYWORDS:
+            kept.append(" ".join([keyword, *tokens]))
+    kept.append(f"PROPERTY {name}")
+    return "\n".join(kept) + "\n"

@@ -1,0 +1,308 @@
+"""The ``tracecheck`` command: run the model manifest (``check``), one model (``tlc``), or SANY.
+
+Exit codes: 0 everything as expected; 1 a verdict differs from the manifest (``check``) or TLC
+found a violation or error (``tlc``, ``sany``); 2 bad usage, a bad manifest, or no Java/TLC.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress as RichProgress
+from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tracecheck.errors import TracecheckError
+from tracecheck.manifest import (
+    ModelCheck,
+    load_manifest,
+    models_markdown,
+    record_results,
+    run_model,
+)
+from tracecheck.results import Progress, TLCResult, Verdict
+from tracecheck.tlavalue import format_value
+from tracecheck.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
+from tracecheck.toolchain import toolchain
+
+__all__ = ["main"]
+
+DEFAULT_SPEC_ROOT = Path("spec")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tracecheck`` console script."""
+    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:  # everything after -- goes to TLC verbatim
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1 :]
+    args = parser.parse_args(argv)
+    args.extra = extra
+    console = Console(stderr=False, highlight=False)
+    try:
+        code: int = args.func(args, console)
+    except TracecheckError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        return 2
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracecheck", description=__doc__)
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    check = sub.add_parser("check", help="run the manifest's models and compare TLC's verdicts")
+    check.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    check.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
+    check.add_argument("--model", action="append", help="only this model (repeatable)")
+    check.add_argument(
+        "--class",
+        dest="klass",
+        choices=["quick", "deep", "all"],
+        default="quick",
+        help="which models to run (default: quick; --model ignores it)",
+    )
+    check.add_argument("--workers", help="override the manifest's workers (a number or auto)")
+    check.add_argument("--timeout", type=float, help="seconds per model before TLC is killed")
+    check.add_argument("--record", action="store_true", help="write the figures back")
+    check.add_argument("--list", action="store_true", help="list the selected models, run none")
+    check.add_argument("--json", action="store_true", help="print results as JSON")
+    check.set_defaults(func=_cmd_check)
+
+    tlc = sub.add_parser("tlc", help="model-check one spec ad hoc, with live progress")
+    tlc.add_argument("spec", type=Path, help="the .tla module to check")
+    tlc.add_argument("--config", type=Path, help="the .cfg (default: the module's name)")
+    tlc.add_argument("--workers", default="1", help="a number or auto (default 1)")
+    tlc.add_argument("--timeout", type=float)
+    tlc.add_argument("--heap", help="JVM heap, e.g. 4g")
+    tlc.add_argument("--simulate", action="store_true", help="random simulation, not BFS")
+    tlc.add_argument("--depth", type=int, help="simulation: behaviour length")
+    tlc.add_argument("--traces", type=int, help="simulation: number of behaviours")
+    tlc.add_argument("--seed", type=int)
+    tlc.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks")
+    tlc.add_argument("--library", type=Path, action="append", default=[])
+    tlc.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
+    tlc.add_argument("--json", action="store_true", help="print the result as JSON")
+    tlc.epilog = "Flags after -- are passed to TLC verbatim, e.g. -- -view."
+    tlc.set_defaults(func=_cmd_tlc)
+
+    docs = sub.add_parser("docs", help="write docs/models.md: the manifest as tables")
+    docs.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    docs.add_argument("--out", type=Path, default=Path("docs/models.md"))
+    docs.set_defaults(func=_cmd_docs)
+
+    sany = sub.add_parser("sany", help="parse and check a module with SANY")
+    sany.add_argument("spec", type=Path)
+    sany.add_argument("--json", action="store_true")
+    sany.set_defaults(func=_cmd_sany)
+    return parser
+
+
+def _workers(value: str | None) -> int | str | None:
+    if value is None or value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise TracecheckError(f"--workers takes a number or auto, not {value!r}") from None
+
+
+# --- check ------------------------------------------------------------------------------------
+
+
+def _cmd_check(args: argparse.Namespace, console: Console) -> int:
+    manifest = load_manifest(args.spec_root)
+    selected = manifest.select(args.protocol, args.model, args.klass)
+    if args.list:
+        for protocol, entry in selected:
+            console.print(f"{protocol:12} {entry.name:40} {entry.klass:6} {_expected(entry)}")
+        return 0
+    if not selected:
+        console.print("[yellow]no models selected[/]")
+        return 1
+    toolchain()  # fail early, with the install hint, before any progress display
+    checks: list[ModelCheck] = []
+    for protocol, entry in selected:
+        with _live_progress(console, f"{protocol}/{entry.name}") as on_progress:
+            check = run_model(
+                manifest,
+                protocol,
+                entry,
+                on_progress,
+                workers=_workers(args.workers),
+                timeout=args.timeout,
+            )
+        checks.append(check)
+        if not args.json:
+            _print_check_line(console, check)
+    if args.json:
+        print(json.dumps([c.model_dump(mode="json") for c in checks], indent=2))
+    else:
+        console.print(_check_table(checks))
+    if args.record:
+        for path in record_results(manifest, checks):
+            console.print(f"recorded figures in {path}")
+    failed = [c for c in checks if not c.ok]
+    if not args.json:
+        verdict = "[green]all as expected[/]" if not failed else f"[red]{len(failed)} differ[/]"
+        console.print(f"{len(checks)} models: {verdict}")
+    return 1 if failed else 0
+
+
+def _expected(entry: object) -> str:
+    expect = getattr(entry, "expect", None)
+    violates = getattr(entry, "violates", None)
+    text = str(getattr(expect, "value", expect))
+    return f"{text} {violates}" if violates else text
+
+
+def _print_check_line(console: Console, check: ModelCheck) -> None:
+    mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
+    line = f"{mark} {check.protocol}/{check.entry.name}: {escape(_got(check.result))}"
+    if check.problem:
+        line += f"  [red]({escape(check.problem)})[/]"
+    if check.drift:
+        line += f"  [yellow]drift: {', '.join(check.drift)}[/]"
+    console.print(line)
+
+
+def _got(result: TLCResult) -> str:
+    if result.verdict is Verdict.SUCCESS:
+        return "pass"
+    return f"{result.verdict.value} {result.violated or ''}".strip()
+
+
+def _check_table(checks: list[ModelCheck]) -> Table:
+    table = Table(title="TLC models against the manifest")
+    for column in ("protocol", "model", "class", "expected", "got", "distinct", "depth", "s"):
+        table.add_column(
+            column, justify="right" if column in {"distinct", "depth", "s"} else "left"
+        )
+    table.add_column("")
+    for c in checks:
+        stats = c.result.stats
+        table.add_row(
+            c.protocol,
+            c.entry.name,
+            c.entry.klass,
+            _expected(c.entry),
+            _got(c.result),
+            _num(stats.distinct),
+            _num(stats.depth),
+            f"{c.result.wall_seconds:.1f}",
+            "[green]ok[/]" if c.ok else "[red]FAIL[/]",
+        )
+    return table
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+@contextmanager
+def _live_progress(console: Console, label: str) -> Iterator[ProgressCallback]:
+    """A spinner with TLC's latest figures; TLC 2.15 reports progress once a minute."""
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with RichProgress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(f"{label}: starting TLC")
+
+        def update(progress: Progress) -> None:
+            rate = progress.states_per_minute
+            bar.update(
+                task,
+                description=(
+                    f"{label}: {progress.generated:,} states, {progress.distinct:,} distinct, "
+                    f"queue {progress.queue:,}, depth {progress.depth}"
+                    + (f", {rate / 60:,.0f} states/s" if rate else "")
+                ),
+            )
+
+        yield update
+
+
+def _cmd_docs(args: argparse.Namespace, console: Console) -> int:
+    manifest = load_manifest(args.spec_root)
+    args.out.write_text(models_markdown(manifest), encoding="utf-8")
+    console.print(f"wrote {args.out}")
+    return 0
+
+
+# --- tlc and sany -----------------------------------------------------------------------------
+
+
+def _cmd_tlc(args: argparse.Namespace, console: Console) -> int:
+    options = TLCOptions(
+        workers=_workers(args.workers) or 1,
+        timeout=args.timeout,
+        heap=args.heap,
+        simulate=args.simulate,
+        depth=args.depth,
+        traces=args.traces,
+        seed=args.seed,
+        check_deadlock=not args.no_deadlock,
+        library=tuple(p.resolve() for p in args.library),
+        extra=tuple(args.extra),
+    )
+    if not args.spec.is_file():
+        raise TracecheckError(f"no such module: {args.spec}")
+    if args.dry_run:
+        metadir = Path(tempfile.gettempdir()) / "tlc-meta-XXXX"
+        cmd = tlc_command(
+            args.spec.resolve(), args.config and args.config.resolve(), options, metadir
+        )
+        console.print(
+            f"cd {shlex.quote(str(args.spec.resolve().parent))} && {shlex.join(cmd)}",
+            soft_wrap=True,
+        )
+        return 0
+    with _live_progress(console, args.spec.name) as on_progress:
+        result = run_tlc(args.spec, args.config, options, on_progress)
+    _report(console, result, as_json=args.json)
+    return 0 if result.verdict is Verdict.SUCCESS else 1
+
+
+def _cmd_sany(args: argparse.Namespace, console: Console) -> int:
+    if not args.spec.is_file():
+        raise TracecheckError(f"no such module: {args.spec}")
+    result = run_sany(args.spec)
+    _report(console, result, as_json=args.json)
+    return 0 if result.verdict is Verdict.SUCCESS else 1
+
+
+def _report(console: Console, result: TLCResult, *, as_json: bool) -> None:
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
+    color = "green" if result.verdict is Verdict.SUCCESS else "red"
+    console.print(f"[bold {color}]{_got(result)}[/]: {escape(result.summary)}")
+    for error in result.errors:
+        where = f" ({error.location})" if error.location else ""
+        console.print(f"  [red]error{escape(where)}:[/] {escape(error.message)}")
+    if result.counterexample:
+        for state in result.counterexample.states:
+            console.print(f"[bold]{state.index}: {state.action}[/]")
+            for name, value in state.values.items():
+                console.print(f"    {name} = {escape(format_value(value))}", soft_wrap=True)
+        if result.counterexample.loops_to is not None:
+            console.print(f"[bold]back to state {result.counterexample.loops_to}[/]")
+    stats = result.stats
+    console.print(
+        f"{_num(stats.generated)} generated, {_num(stats.distinct)} distinct, depth "
+        f"{_num(stats.depth)}, {result.wall_seconds:.1f} s, TLC {result.tlc_version} "
+        f"rev {result.tlc_revision}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""The model manifest: every TLC model of the project, what TLC must say about it, and its figures.
+
+Each protocol folder holds ``spec/<protocol>/models.json``; one file per protocol keeps edits to
+one spec from touching another's manifest. A model either must pass or must fail with a named
+invariant or property (a broken model that proves a property has teeth). ``make check`` runs the
+quick models and compares: a must-fail model that passes is an error just like a pass model that
+fails. State counts that drift from the recorded ones are reported, not failed: they change
+whenever a spec is edited, and the manifest is re-recorded with ``tracecheck check --record``.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tracecheck.errors import ManifestError
+from tracecheck.results import TLCResult, Verdict
+from tracecheck.tlc import ProgressCallback, TLCOptions, run_tlc
+
+__all__ = [
+    "MANIFEST_NAME",
+    "Expect",
+    "Manifest",
+    "ModelCheck",
+    "ModelEntry",
+    "ProtocolManifest",
+    "Recorded",
+    "compare",
+    "load_manifest",
+    "models_markdown",
+    "options_for",
+    "record_results",
+    "run_model",
+]
+
+MANIFEST_NAME = "models.json"
+
+
+class Expect(StrEnum):
+    """The verdict a model must get."""
+
+    PASS = "pass"
+    INVARIANT = "invariant"
+    PROPERTY = "property"
+    ACTION_PROPERTY = "action_property"
+    DEADLOCK = "deadlock"
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.SUCCESS if self is Expect.PASS else Verdict(self.value)
+
+
+class Recorded(BaseModel):
+    """Figures of the last recorded run (one worker, so they are reproducible)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    distinct: int | None = None
+    generated: int | None = None
+    depth: int | None = None
+    seconds: float | None = None
+
+
+class ModelEntry(BaseModel):
+    """One model: a module and cfg in a protocol's spec folder and its expected verdict."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")
+    module: str
+    cfg: str
+    klass: Literal["quick", "deep"] = Field(alias="class")
+    expect: Expect
+    violates: str | None = None
+    check_deadlock: bool = True
+    workers: int | Literal["auto"] = 1
+    timeout: float | None = Field(default=None, gt=0)
+    issue: str | None = None
+    description: str = Field(min_length=1)
+    recorded: Recorded = Recorded()
+
+    @model_validator(mode="after")
+    def _violates_matches_expect(self) -> Self:
+        named = self.expect in {Expect.INVARIANT, Expect.PROPERTY, Expect.ACTION_PROPERTY}
+        if named and not self.violates:
+            raise ValueError(f"expect={self.expect.value} needs `violates`: the name TLC reports")
+        if not named and self.violates:
+            raise ValueError(f"expect={self.expect.value} takes no `violates`")
+        return self
+
+
+class ProtocolManifest(BaseModel):
+    """The contents of one ``spec/<protocol>/models.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    protocol: str
+    models: list[ModelEntry]
+
+
+class Manifest(BaseModel):
+    """All protocol manifests under a spec root, validated together."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    root: Path
+    protocols: dict[str, ProtocolManifest]
+
+    def folder(self, protocol: str) -> Path:
+        return self.root / protocol
+
+    def entries(self) -> list[tuple[str, ModelEntry]]:
+        return [(p, m) for p, pm in sorted(self.protocols.items()) for m in pm.models]
+
+    def select(
+        self,
+        protocols: list[str] | None = None,
+        names: list[str] | None = None,
+        klass: str | None = "quick",
+    ) -> list[tuple[str, ModelEntry]]:
+        """Entries filtered by protocol, model name and class (``None`` or "all": any class)."""
+        unknown = set(protocols or ()) - set(self.protocols)
+        if unknown:
+            raise ManifestError(
+                f"unknown protocol(s) {sorted(unknown)}; known: {sorted(self.protocols)}"
+            )
+        known_names = {m.name for _, m in self.entries()}
+        missing = set(names or ()) - known_names
+        if missing:
+            raise ManifestError(f"unknown model(s) {sorted(missing)}")
+        return [
+            (p, m)
+            for p, m in self.entries()
+            if (not protocols or p in protocols)
+            and (not names or m.name in names)
+            and (names or klass in (None, "all") or m.klass == klass)
+        ]
+
+
+def load_manifest(root: Path) -> Manifest:
+    """Read and validate every ``<root>/*/models.json``; errors name the file and the field."""
+    protocols: dict[str, ProtocolManifest] = {}
+    seen: dict[str, Path] = {}
+    for path in sorted(root.glob(f"*/{MANIFEST_NAME}")):
+        pm = _load_one(path)
+        if pm.protocol != path.parent.name:
+            raise ManifestError(
+                f"{path}: protocol {pm.protocol!r} differs from its folder {path.parent.name!r}"
+            )
+        for entry in pm.models:
+            if entry.name in seen:
+                raise ManifestError(f"{path}: model {entry.name!r} is also in {seen[entry.name]}")
+            seen[entry.name] = path
+            for filename in (entry.module, entry.cfg):
+                if not (path.parent / filename).is_file():
+                    raise ManifestError(f"{path}: model {entry.name!r} names missing {filename}")
+        protocols[pm.protocol] = pm
+    return Manifest(root=root, protocols=protocols)
+
+
+def _load_one(path: Path) -> ProtocolManifest:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    try:
+        return ProtocolManifest.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ManifestError(f"{path}: {problems}") from exc
+
+
+class ModelCheck(BaseModel):
+    """The comparison of one model's TLC result with its manifest entry."""
+
+    protocol: str
+    entry: ModelEntry
+    result: TLCResult
+    ok: bool
+    problem: str | None = None
+    drift: list[str] = Field(default_factory=list)
+
+
+def options_for(manifest: Manifest, entry: ModelEntry, **overrides: object) -> TLCOptions:
+    """TLC options for an entry: its workers, deadlock setting and timeout, and spec/common."""
+    common = manifest.root / "common"
+    base = TLCOptions(
+        workers=entry.workers,
+        check_deadlock=entry.check_deadlock,
+        timeout=entry.timeout,
+        library=(common,) if common.is_dir() else (),
+    )
+    return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+def run_model(
+    manifest: Manifest,
+    protocol: str,
+    entry: ModelEntry,
+    on_progress: ProgressCallback | None = None,
+    **overrides: object,
+) -> ModelCheck:
+    """Run one manifest model with TLC and compare the verdict with the entry."""
+    folder = manifest.folder(protocol)
+    result = run_tlc(
+        folder / entry.module,
+        folder / entry.cfg,
+        options_for(manifest, entry, **overrides),
+        on_progress,
+    )
+    return compare(protocol, entry, result)
+
+
+def compare(protocol: str, entry: ModelEntry, result: TLCResult) -> ModelCheck:
+    """Does TLC's verdict match the manifest? Also list figures that drifted from the record."""
+    want = entry.expect.verdict
+    problem: str | None = None
+    if result.verdict is not want:
+        if entry.expect is Expect.PASS:
+            problem = f"must pass, but TLC says {result.verdict.value}: {result.summary}"
+        elif result.verdict is Verdict.SUCCESS:
+            problem = f"must fail with {entry.expect.value} {entry.violates or ''}, but passed"
+        else:
+            problem = f"must fail with {entry.expect.value}, but TLC says {result.verdict.value}"
+            problem += f": {result.summary}"
+    elif entry.violates and result.violated != entry.violates:
+        problem = f"must violate {entry.violates}, but TLC reports {result.violated}"
+    drift = [
+        f"{field} {old} -> {new}"
+        for field, old, new in (
+            ("distinct", entry.recorded.distinct, result.stats.distinct),
+            ("depth", entry.recorded.depth, result.stats.depth),
+        )
+        if old is not None and new is not None and old != new
+    ]
+    return ModelCheck(
+        protocol=protocol,
+        entry=entry,
+        result=result,
+        ok=problem is None,
+        problem=problem,
+        drift=drift,
+    )
+
+
+def record_results(manifest: Manifest, checks: list[ModelCheck]) -> list[Path]:
+    """Write the figures of passing comparisons back into the manifests; returns files written."""
+    by_name = {c.entry.name: c for c in checks if c.ok}
+    written: list[Path] = []
+    for protocol in manifest.protocols:
+        path = manifest.folder(protocol) / MANIFEST_NAME
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        changed = False
+        for model in raw["models"]:
+            check = by_name.get(model["name"])
+            if check is None:
+                continue
+            stats = check.result.stats
+            model["recorded"] = {
+                "distinct": stats.distinct,
+                "generated": stats.generated,
+                "depth": stats.depth,
+                "seconds": round(check.result.wall_seconds, 1),
+            }
+            changed = True
+        if changed:
+            path.write_text(json.dumps(raw, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            written.append(path)
+    return written
+
+
+def models_markdown(manifest: Manifest) -> str:
+    """The manifest as one Markdown table per protocol (docs/models.md is generated from it)."""
+    lines = [
+        "# Models",
+        "",
+        "Generated by `make docs` from `spec/*/models.json`; do not edit by hand. Figures are",
+        "from the last `tracecheck check --record` (one worker unless the model says otherwise).",
+    ]
+    for protocol, pm in sorted(manifest.protocols.items()):
+        lines += [
+            "",
+            f"## {protocol}",
+            "",
+            "| model | class | expected | distinct | depth | s | what it checks |",
+            "|---|---|---|---:|---:|---:|---|",
+        ]
+        for m in pm.models:
+            expected = f"{m.expect.value} `{m.violates}`" if m.violates else m.expect.value
+            r = m.recorded
+            figures = [
+                "-" if v is None else f"{v:,}" if isinstance(v, int) else f"{v}"
+                for v in (r.distinct, r.depth, r.seconds)
+            ]
+            about = m.description + (f" ({m.issue})" if m.issue else "")
+            lines.append(
+                f"| `{m.name}` | {m.klass} | {expected} | {' | '.join(figures)} | {about} |"
+            )
+    return "\n".join(lines) + "\n"
