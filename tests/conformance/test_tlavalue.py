@@ -6,7 +6,6 @@ import importlib.resources
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -239,24 +238,22 @@ def test_parse_state_errors(text: str, offset: int, message: str) -> None:
     assert (caught.value.offset, caught.value.message) == (offset, message)
 
 
-def test_pathological_input_stays_linear() -> None:
-    started = time.perf_counter()
+def test_pathological_input_is_rejected() -> None:
+    # Tests never assert wall-clock time (the project's rule); these inputs would hang a
+    # backtracking tokenizer, so finishing at all is the point.
     for text in ('"\\' * 200_000, " " * 1_000_000 + "x", "<<" * 200_000):
         with pytest.raises(TLAValueError):
             parse_value(text + "{")
-    assert time.perf_counter() - started < 5  # generous: a shared two-core machine
 
 
-def test_parses_a_megabyte_quickly() -> None:
+def test_parses_a_megabyte() -> None:
     row = '[name |-> "abcdefghijklmno", v |-> 12, s |-> {w1, w2}, f |-> (1 :> "a" @@ 3 :> "b")]'
     value = "<< " + ",\n   ".join([row] * 50) + " >>"
     body = "\n".join(f"/\\ v{i} = {value}" for i in range(250))
     assert len(body) > 1_000_000
-    started = time.perf_counter()
     state = parse_state(body)
-    elapsed = time.perf_counter() - started
     assert len(state) == 250
-    assert elapsed < 3  # about 0.3 s here; generous for a shared two-core machine
+    assert state["v249"] == state["v0"]
 
 
 # --- round trip ------------------------------------------------------------------------------
