@@ -11,7 +11,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from tracecheck.tlavalue import format_value
 
 __all__ = [
     "Counterexample",
@@ -120,6 +122,11 @@ class CounterexampleState(_Model):
     #: The state's text exactly as TLC printed it, kept when values could not be parsed.
     raw: str = ""
     parse_error: str | None = None
+
+    @field_serializer("values")
+    def _values_as_tla(self, values: dict[str, Any]) -> dict[str, str]:
+        # In JSON each value is its TLA+ text: exact, and parse_value reads it back.
+        return {name: format_value(value) for name, value in values.items()}
 
 
 class Counterexample(_Model):

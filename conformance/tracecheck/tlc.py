@@ -193,7 +193,7 @@ def _execute(
 ) -> TLCResult:
     builder = _ResultBuilder(cmd, on_progress)
     reader = ToolOutputReader(builder.message, builder.text)
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         cmd,
         cwd=cwd,
         stdout=subprocess.PIPE,
@@ -202,14 +202,14 @@ def _execute(
         encoding="utf-8",
         errors="replace",
         start_new_session=True,  # so a timeout can kill the JVM and anything it started
-    )
-    killer = _Killer(proc, timeout)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        reader.feed(line)
-    reader.close()
-    exit_code = proc.wait()
-    killer.cancel()
+    ) as proc:
+        killer = _Killer(proc, timeout)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            reader.feed(line)
+        reader.close()
+        exit_code = proc.wait()
+        killer.cancel()
     return builder.finish(exit_code, timed_out=killer.fired)
 
 

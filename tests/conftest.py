@@ -1,0 +1,29 @@
+"""Shared fixtures: where the purpose-built specs live, and a guard for tests that need Java."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = Path(__file__).resolve().parent / "specs"
+
+
+@pytest.fixture(scope="session")
+def specs() -> Path:
+    """The folder of the small specs that exercise each TLC verdict path."""
+    return SPECS
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _java_is_required() -> None:
+    # TLC runs are the point of these tests: a machine without Java must fail loudly, not skip.
+    if shutil.which("java") is None:
+        pytest.fail("Java 11+ is required for the tests (apt-get install -y default-jre-headless)")

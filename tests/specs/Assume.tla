@@ -1,0 +1,8 @@
+---- MODULE Assume ----
+EXTENDS Naturals
+CONSTANT N
+ASSUME NPositive == N > 0
+VARIABLE x
+Init == x = N
+Next == UNCHANGED x
+====
