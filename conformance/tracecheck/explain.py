@@ -1,0 +1,322 @@
+"""Explaining a rejected trace: at every spec state where the first unmatched event was tried,
+which enabling condition of its action was false, or which logged post-state field no step of
+the action can produce, with the values the spec would have allowed.
+
+The explain run replays the trace up to event K - 1 (the prefix every behaviour matched), then,
+at each frontier state (cursor = K), prints:
+- the action's top-level guard conjuncts, evaluated cumulatively (``G1 /\\ ... /\\ Gi``) so the
+  first false one is found without evaluating later guards that may depend on it;
+- whether the action is enabled with the logged parameters, and for each logged post field
+  whether some step of the action produces it;
+and takes the action without the post-state check, printing the post values it can produce.
+The guards are cut from the spec's own source, so the report quotes the spec's text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tracecheck.jsonvalue import from_json
+from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.results import TLCResult, Verdict
+from tracecheck.tlavalue import format_value
+from tracecheck.tlc import TLCOptions
+from tracecheck.traces import Trace
+from tracecheck.tracespec import printed_values, render_batch
+
+__all__ = ["Explanation", "FrontierState", "PostCheck", "explain_rejection", "split_action"]
+
+_FRONTIER = "tv_frontier"
+_POSSIBLE = "tv_possible"
+
+
+class PostCheck(BaseModel):
+    """One logged post-state field at one frontier state."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str
+    expression: str
+    logged: str
+    #: Some step of the action produces the logged value.
+    possible: bool
+    #: The values the action's steps produce (TLA+ text), when it is enabled.
+    allowed: list[str] = Field(default_factory=list)
+
+
+class FrontierState(BaseModel):
+    """A spec state in which the unmatched event was tried, and what went wrong there."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: The spec variables (TLA+ text) of this state.
+    state: dict[str, str]
+    enabled: bool
+    #: The first guard conjunct that is false (spec text), if one is.
+    failed_guard: str | None = None
+    #: 1-based index of that conjunct among the action's top-level conjuncts.
+    failed_guard_index: int | None = None
+    post: list[PostCheck] = Field(default_factory=list)
+
+    def reason(self) -> str:
+        """One sentence: why the event cannot be taken here."""
+        if not self.enabled:
+            if self.failed_guard is not None:
+                return f"not enabled: conjunct {self.failed_guard_index} is false: " + " ".join(
+                    self.failed_guard.split()
+                )
+            return "not enabled with the logged parameters (no single guard conjunct is false)"
+        wrong = [p for p in self.post if not p.possible]
+        if not wrong:
+            return "enabled and each post field is possible, but not all together"
+        return "; ".join(
+            f"post.{p.field}: logged {p.logged}, the spec allows "
+            + (" or ".join(p.allowed) if p.allowed else "no value")
+            for p in wrong
+        )
+
+
+class Explanation(BaseModel):
+    """Why the first unmatched event of a trace has no spec step."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    action: str
+    params: dict[str, str]
+    frontier: list[FrontierState]
+    summary: str
+
+
+def split_action(module_text: str, name: str) -> tuple[tuple[str, ...], list[tuple[int, str]]]:
+    """The parameters and top-level conjuncts of ``name``'s definition as ``(column, text)``.
+
+    A definition that is not a bulleted conjunction comes back as one conjunct.
+    """
+    match = re.search(rf"^{name}(?:\(([^)]*)\))?\s*==[ \t]*", module_text, re.MULTILINE)
+    if match is None:
+        return (), []
+    params = tuple(p.strip() for p in (match[1] or "").split(",") if p.strip())
+    rest = module_text[match.end() :]
+    end = re.search(r"^(?=\S)", rest, re.MULTILINE)
+    body = rest[: end.start()] if end and end.start() > 0 else rest
+    body = re.sub(r"\\\*[^\n]*", "", body)
+    lines = body.splitlines()
+    first_col = min(
+        (len(ln) - len(ln.lstrip()) for ln in lines if ln.lstrip().startswith("/\\")),
+        default=None,
+    )
+    if first_col is None or (not lines[0].strip().startswith("/\\") and lines[0].strip()):
+        return params, [(0, body.strip())]
+    conjuncts: list[tuple[int, list[str]]] = []
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if line.lstrip().startswith("/\\") and indent == first_col:
+            conjuncts.append((indent + 3, [line[indent + 2 :].strip()]))
+        elif conjuncts and line.strip():
+            conjuncts[-1][1].append(line)
+    return params, [(col, "\n".join(text)) for col, text in conjuncts]
+
+
+def _is_guard(text: str) -> bool:
+    return "'" not in text and "UNCHANGED" not in text
+
+
+def _guard_defs(
+    params: tuple[str, ...], conjuncts: list[tuple[int, str]]
+) -> tuple[list[str], list[str]]:
+    """Operators TVGuard_i(params) == conjunct i, keeping the conjunct's columns."""
+    defs: list[str] = []
+    texts: list[str] = []
+    head = f"({', '.join(params)})" if params else ""
+    for i, (column, text) in enumerate(conjuncts, start=1):
+        if not _is_guard(text):
+            continue
+        first, *more = text.split("\n")
+        defs.append(
+            f"TVGuard_{i}{head} ==\n" + " " * column + first + "".join("\n" + line for line in more)
+        )
+        texts.append(f"{i}:{text}")
+    return defs, texts
+
+
+def _call(action: ActionMap) -> str:
+    if not action.params:
+        return action.event
+    return (
+        action.event
+        + "("
+        + ", ".join(f"tvE[3][{i}]" for i in range(1, len(action.params) + 1))
+        + ")"
+    )
+
+
+def _explain_module(
+    mapping: ProtocolMap, action: ActionMap, index: int, spec_text: str
+) -> tuple[str, list[str]]:
+    params, conjuncts = split_action(spec_text, action.event)
+    defs, guard_texts = _guard_defs(params, conjuncts)
+    args = ", ".join(f"tvE[3][{i}]" for i in range(1, len(params) + 1))
+    names = [t.split(":", 1)[0] for t in guard_texts]
+    cumulative = [
+        " /\\ ".join(f"TVGuard_{n}" + (f"({args})" if params else "") for n in names[: k + 1])
+        for k in range(len(names))
+    ]
+    call = _call(action)
+    post_exprs = [expr.replace("@", "tvE[2]") for expr in action.post.values()]
+    enabled_posts = [
+        f"ENABLED ({call} /\\ {expr} = tvE[4][{i}])" for i, expr in enumerate(post_exprs, start=1)
+    ]
+    hidden = (
+        "\\/ (tvCursor = K /\\ HiddenStep)" if mapping.hidden_steps and mapping.max_hidden else ""
+    )
+    text = "\n".join(
+        [
+            "---- MODULE TraceExplain ----",
+            "\\* Generated by tracecheck to explain a rejected trace; do not edit.",
+            "EXTENDS TraceSpec",
+            f"K == {index}",
+            *defs,
+            "ExplainWatch == tvCursor = K => LET tvE == Traces[tvTrace][K] IN",
+            f"  PrintT(<<{format_value(_FRONTIER)}, {mapping.vars},",
+            f"          <<{', '.join(cumulative)}>>,",
+            f"          ENABLED {call},",
+            f"          <<{', '.join(enabled_posts)}>> >>)",
+            "ExplainProbe == tvCursor = K /\\ LET tvE == Traces[tvTrace][K] IN",
+            f"  /\\ {call}",
+            f"  /\\ PrintT(<<{format_value(_POSSIBLE)}, {mapping.vars},",
+            f"              <<{', '.join(post_exprs)}>> >>)",
+            "  /\\ tvCursor' = K + 1 /\\ tvHidden' = 0 /\\ UNCHANGED tvTrace",
+            f"ExplainNext == (tvCursor < K /\\ TraceNext) {hidden} \\/ ExplainProbe",
+            "ExplainBound == tvCursor <= K",
+            "====",
+        ]
+    )
+    return text + "\n", guard_texts
+
+
+def _vars_names(spec_text: str, vars_name: str) -> list[str] | None:
+    match = re.search(rf"^{vars_name}\s*==\s*<<(.*?)>>", spec_text, re.MULTILINE | re.DOTALL)
+    if match is None:
+        return None
+    return [v.strip() for v in re.sub(r"\\\*[^\n]*", "", match[1]).split(",") if v.strip()]
+
+
+def explain_rejection(
+    trace: Trace,
+    index: int,
+    mapping: ProtocolMap,
+    library: Sequence[Path],
+    options: TLCOptions | None = None,
+) -> Explanation:
+    """Re-run ``trace`` alone up to event ``index`` and say why that event has no step."""
+    from tracecheck.validate import CheckerError, run_rendered  # noqa: PLC0415 - a cycle
+
+    event = trace.events[index - 1]
+    action = mapping.action(event.event)
+    if action is None:  # render_batch refuses unknown events, so a loaded trace has none
+        raise CheckerError(f"{event.event} has no mapping")
+    spec_text = _spec_text(library, mapping.module)
+    module, guard_texts = _explain_module(mapping, action, index, spec_text)
+    rendered = render_batch([trace], mapping)
+    cfg = (
+        rendered.cfg.replace("NEXT TraceNext", "NEXT ExplainNext")
+        + "CONSTRAINT ExplainWatch\nCONSTRAINT ExplainBound\n"
+    )
+    result = run_rendered(
+        replace(rendered, cfg=cfg),
+        library,
+        options,
+        extra={"TraceExplain": module},
+        root="TraceExplain",
+    )
+    if result.verdict is not Verdict.SUCCESS:
+        raise CheckerError(
+            f"the explain run failed: {result.verdict.value}: {result.summary} "
+            + "; ".join(e.message for e in result.errors)
+        )
+    names = _vars_names(spec_text, mapping.vars)
+    frontier = _frontier(result, action, event.post, names, guard_texts)
+    params = {
+        p: format_value(_json_to_tla(event.node if p == "node" else event.args[p]))
+        for p in action.params
+    }
+    call = f"{action.event}({', '.join(params.values())})"
+    if not frontier:
+        summary = f"event {index} ({call}): no spec state reaches it"
+    else:
+        reasons = sorted({s.reason() for s in frontier})
+        summary = f"event {index} ({call}) has no spec step in {len(frontier)} state(s): " + (
+            " | ".join(reasons)
+        )
+    return Explanation(
+        index=index, action=action.event, params=params, frontier=frontier, summary=summary
+    )
+
+
+def _json_to_tla(value: Any) -> Any:
+    return from_json(value)
+
+
+def _spec_text(library: Sequence[Path], module: str) -> str:
+    for folder in library:
+        path = folder / f"{module}.tla"
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return ""
+
+
+def _frontier(
+    result: TLCResult,
+    action: ActionMap,
+    logged_post: dict[str, Any],
+    names: list[str] | None,
+    guard_texts: list[str],
+) -> list[FrontierState]:
+    possible: dict[Any, list[Any]] = {}
+    for row in printed_values(result.printed, _POSSIBLE):
+        possible.setdefault(row[1], []).append(row[2])
+    frontier_rows: list[tuple[Any, ...]] = []
+    for row in printed_values(result.printed, _FRONTIER):
+        if row not in frontier_rows:
+            frontier_rows.append(row)
+    fields = list(action.post)
+    states: list[FrontierState] = []
+    for _, state, cumulative, enabled, post_ok in frontier_rows:
+        failed = next((i for i, ok in enumerate(cumulative) if not ok), None)
+        guard_index, guard_text = (None, None)
+        if failed is not None:
+            number, text = guard_texts[failed].split(":", 1)
+            guard_index, guard_text = int(number), text
+        produced = possible.get(state, [])
+        checks = [
+            PostCheck(
+                field=field,
+                expression=action.post[field],
+                logged=format_value(_json_to_tla(logged_post[field])),
+                possible=bool(post_ok[i]),
+                allowed=sorted({format_value(p[i]) for p in produced}),
+            )
+            for i, field in enumerate(fields)
+        ]
+        labels = (
+            names
+            if names and len(names) == len(state)
+            else [f"var{i}" for i in range(1, len(state) + 1)]
+        )
+        states.append(
+            FrontierState(
+                state={n: format_value(v) for n, v in zip(labels, state, strict=True)},
+                enabled=bool(enabled),
+                failed_guard=guard_text,
+                failed_guard_index=guard_index,
+                post=checks,
+            )
+        )
+    return states

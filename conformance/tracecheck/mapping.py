@@ -1,0 +1,123 @@
+"""The declarative map from trace events to spec actions, one table per protocol.
+
+A row says: the event named X is the spec action X (the names are equal by contract), called
+with these parameters (the acting node or a logged argument, in the action's parameter order),
+and after the step these expressions over the primed spec variables must equal these logged
+post-state fields. From the table :mod:`tracecheck.tracespec` generates the TLA+ wrappers, so the
+trace spec reuses the spec's own actions and never re-implements them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["NODE", "ActionMap", "ProtocolMap", "spec_actions"]
+
+#: In ``ActionMap.params``, the acting node (``event.node``) rather than a logged argument.
+NODE = "node"
+
+
+class ActionMap(BaseModel):
+    """How one trace event replays as one spec step."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: The event name, which is also the TLA+ action's name.
+    event: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
+    #: The action's parameters in order: ``"node"`` or the name of a field of ``args``.
+    params: tuple[str, ...] = ()
+    #: Post-state checks: logged ``post`` field -> TLA+ expression over primed variables, where
+    #: ``@`` stands for the acting node, e.g. ``{"owners": "owners'[@]"}``.
+    post: Mapping[str, str] = Field(default_factory=dict)
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The logged argument names the event must carry."""
+        return tuple(p for p in self.params if p != NODE)
+
+
+class ProtocolMap(BaseModel):
+    """Everything the checker needs to replay one protocol's traces through its spec."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    protocol: str
+    #: The spec module the trace spec EXTENDS (in ``spec/<protocol>/``).
+    module: str
+    #: The spec's tuple of all variables and its initial predicate.
+    vars: str = "vars"
+    init: str = "Init"
+    #: Spec constants as TLA+ expressions; ``{nodes}`` is the header's nodes as a set of strings,
+    #: ``{settings[name]}`` a header setting rendered as TLA+.
+    constants: Mapping[str, str] = Field(default_factory=dict)
+    actions: tuple[ActionMap, ...]
+    #: Spec actions that are never logged, each with the reason.
+    hidden: Mapping[str, str] = Field(default_factory=dict)
+    #: Spec actions the trace spec may take between two events (unlogged steps the
+    #: implementation really performs), at most ``max_hidden`` in a row.
+    hidden_steps: tuple[str, ...] = ()
+    max_hidden: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _events_unique(self) -> ProtocolMap:
+        names = [a.event for a in self.actions]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise ValueError(f"events mapped twice: {sorted(duplicates)}")
+        overlap = set(names) & set(self.hidden)
+        if overlap:
+            raise ValueError(f"actions both mapped and hidden: {sorted(overlap)}")
+        return self
+
+    def action(self, event: str) -> ActionMap | None:
+        return next((a for a in self.actions if a.event == event), None)
+
+    def unmapped(self, spec_action_names: set[str]) -> set[str]:
+        """Spec actions neither mapped nor listed as hidden (the static coverage check)."""
+        return spec_action_names - {a.event for a in self.actions} - set(self.hidden)
+
+
+_DEFINITION = re.compile(r"^([A-Z][A-Za-z0-9]*)(?:\(([^)]*)\))?\s*==", re.MULTILINE)
+
+
+def spec_actions(module_text: str, next_name: str = "Next") -> dict[str, tuple[str, ...]]:
+    """The spec's actions, with their parameters, read from the module's source.
+
+    From ``Next``, descend through *composites* (definitions that prime nothing themselves and
+    only combine other definitions, like ``Next == AppNext \\/ SystemNext`` or a message
+    dispatch) and stop at *actions* (definitions that prime a variable or say UNCHANGED). A light
+    reading of the source, enough for the static check that every action is mapped or hidden.
+    """
+    definitions: dict[str, tuple[tuple[str, ...], str]] = {}
+    matches = list(_DEFINITION.finditer(module_text))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(module_text)
+        params = tuple(p.strip() for p in (match[2] or "").split(",") if p.strip())
+        definitions[match[1]] = (params, _strip_comments(module_text[match.end() : end]))
+    actions: dict[str, tuple[str, ...]] = {}
+    todo, seen = [next_name], {next_name}
+    while todo:
+        name = todo.pop()
+        params, body = definitions.get(name, ((), ""))
+        if name != next_name and _acts(body):
+            actions[name] = params
+            continue
+        for word in sorted(set(_WORD.findall(body)) & definitions.keys() - seen):
+            seen.add(word)
+            todo.append(word)
+    return actions
+
+
+_WORD = re.compile(r"\b[A-Z][A-Za-z0-9]*\b")
+
+
+def _acts(body: str) -> bool:
+    return "'" in body or "UNCHANGED" in body
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"\(\*.*?\*\)", "", text, flags=re.DOTALL)
+    return re.sub(r"\\\*[^\n]*", "", text)

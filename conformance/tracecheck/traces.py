@@ -1,0 +1,214 @@
+"""Loading implementation traces: JSON lines with a header, one event per protocol transition.
+
+The trace contract (docs/conformance.md): line 1 is a header naming the schema version, the
+protocol, the nodes, the settings and the seed; every other line is an event whose ``event`` is
+the TLA+ action name, with the acting ``node``, a per-node ``seq``, a ``lamport`` clock, the
+action's ``args`` and the acting node's ``post``-state. Values use the ITF conventions for what
+JSON lacks (``{"#set": [...]}``, ``{"#map": [[k, v], ...]}``); :mod:`tracecheck.jsonvalue` turns
+them into TLA+ values.
+
+Everything malformed is a :class:`TraceFormatError` naming the file, the line and the field; a
+trace is never half-loaded. Per-process logs merge into one causal order by Lamport clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from tracecheck.errors import TracecheckError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Trace",
+    "TraceEvent",
+    "TraceFormatError",
+    "TraceHeader",
+    "load_trace",
+    "merge_traces",
+    "parse_trace_lines",
+]
+
+SCHEMA_VERSION = 1
+
+
+class TraceFormatError(TracecheckError):
+    """A trace file is malformed: says which file, line and field, and what was wrong."""
+
+    def __init__(self, source: str, line: int | None, problem: str) -> None:
+        self.source = source
+        self.line = line
+        self.problem = problem
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {problem}")
+
+
+class TraceHeader(BaseModel):
+    """The first line of every trace file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["header"]
+    schema_version: int
+    protocol: str = Field(min_length=1)
+    nodes: tuple[str, ...] = Field(min_length=1)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+
+
+class TraceEvent(BaseModel):
+    """One protocol transition as the implementation logged it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["event"]
+    event: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
+    node: str
+    seq: int = Field(ge=1)
+    lamport: int = Field(ge=0)
+    args: dict[str, Any] = Field(default_factory=dict)
+    post: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trace(BaseModel):
+    """A loaded trace: its header, its events in causal order, and where it came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str
+    header: TraceHeader
+    events: tuple[TraceEvent, ...]
+    #: For each event, the file line it came from (1-based), for error messages.
+    lines: tuple[int, ...]
+
+
+_HEADER = TypeAdapter(TraceHeader)
+_EVENT = TypeAdapter(TraceEvent)
+
+
+def _problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "line"
+    return f"field {field}: {first['msg']}"
+
+
+def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
+    """Parse a whole trace; the header must come first and events must follow per-node order."""
+    header: TraceHeader | None = None
+    events: list[TraceEvent] = []
+    numbers: list[int] = []
+    last_seq: dict[str, int] = {}
+    last_line = 0
+    for number, text in enumerate(lines, start=1):
+        last_line = number
+        if not text.strip():
+            continue
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(source, number, f"bad JSON: {exc.msg}") from exc
+        if header is None:
+            header = _header(raw, source, number)
+            continue
+        event = _event(raw, source, number, header)
+        expected = last_seq.get(event.node, 0) + 1
+        if event.seq != expected:
+            raise TraceFormatError(
+                source,
+                number,
+                f"field seq: node {event.node} jumps to {event.seq}, "
+                f"expected {expected} (a lost or repeated line?)",
+            )
+        last_seq[event.node] = event.seq
+        events.append(event)
+        numbers.append(number)
+    if header is None:
+        raise TraceFormatError(source, None, "empty trace: no header line")
+    if not events:
+        raise TraceFormatError(source, last_line, "trace has a header but no events")
+    return Trace(source=source, header=header, events=tuple(events), lines=tuple(numbers))
+
+
+def _header(raw: object, source: str, number: int) -> TraceHeader:
+    if not isinstance(raw, dict) or raw.get("kind") != "header":
+        raise TraceFormatError(source, number, "the first line must be the header (kind=header)")
+    try:
+        header = _HEADER.validate_python(raw)
+    except ValidationError as exc:
+        raise TraceFormatError(source, number, _problem(exc)) from exc
+    if header.schema_version != SCHEMA_VERSION:
+        raise TraceFormatError(
+            source,
+            number,
+            f"field schema_version: {header.schema_version} is not supported "
+            f"(this checker reads version {SCHEMA_VERSION})",
+        )
+    return header
+
+
+def _event(raw: object, source: str, number: int, header: TraceHeader) -> TraceEvent:
+    if isinstance(raw, dict) and raw.get("kind") == "header":
+        raise TraceFormatError(source, number, "a second header inside the trace")
+    try:
+        event = _EVENT.validate_python(raw)
+    except ValidationError as exc:
+        raise TraceFormatError(source, number, _problem(exc)) from exc
+    if event.node not in header.nodes:
+        raise TraceFormatError(
+            source, number, f"field node: {event.node!r} is not among the header's nodes"
+        )
+    return event
+
+
+def load_trace(path: Path) -> Trace:
+    """Read one trace file (see :func:`parse_trace_lines`)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TraceFormatError(str(path), None, f"cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(str(path), None, f"not UTF-8 text: {exc.reason}") from exc
+    if text and not text.endswith("\n"):
+        # A writer killed mid-line leaves a truncated last line; refuse rather than guess.
+        last = text.count("\n") + 1
+        raise TraceFormatError(str(path), last, "truncated: the last line has no newline")
+    return parse_trace_lines(text.splitlines(), str(path))
+
+
+def merge_traces(traces: Sequence[Trace]) -> Trace:
+    """Merge per-process logs of one run into a single trace in causal (Lamport) order.
+
+    Events are ordered by ``(lamport, node, seq)``: Lamport clocks respect causality, and ties
+    (concurrent events) are broken deterministically. The headers must agree.
+    """
+    if not traces:
+        raise TraceFormatError("<merge>", None, "nothing to merge")
+    first = traces[0].header
+    for trace in traces[1:]:
+        if trace.header != first:
+            raise TraceFormatError(
+                trace.source, 1, f"header differs from {traces[0].source}'s: not the same run"
+            )
+    streams = [
+        [((e.lamport, e.node, e.seq), e, line) for e, line in zip(t.events, t.lines, strict=True)]
+        for t in traces
+    ]
+    merged = list(heapq.merge(*streams, key=lambda item: item[0]))
+    seen: set[tuple[str, int]] = set()
+    for _, event, line in merged:
+        if (event.node, event.seq) in seen:
+            raise TraceFormatError(
+                "<merge>", line, f"event {event.node}#{event.seq} appears in two logs"
+            )
+        seen.add((event.node, event.seq))
+    return Trace(
+        source="+".join(t.source for t in traces),
+        header=first,
+        events=tuple(e for _, e, _ in merged),
+        lines=tuple(line for _, _, line in merged),
+    )

@@ -1,0 +1,225 @@
+"""Validating traces with TLC: batch verdicts, then an explanation for each rejected trace.
+
+All traces that share their spec constants are checked in one TLC run (one JVM, not one per
+trace). A trace is accepted when some spec behaviour consumes every event; otherwise the first
+event no spec step can explain is the one after the furthest cursor any behaviour reached. Each
+rejected trace is then re-run alone by :mod:`tracecheck.explain` to say why. A TLC failure on the
+generated modules (a parse error, a crash) is a :class:`CheckerError`, never a verdict.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tracecheck.errors import TracecheckError
+from tracecheck.mapping import ProtocolMap
+from tracecheck.results import TLCResult, Verdict
+from tracecheck.tlc import TLCOptions, run_tlc
+from tracecheck.traces import Trace, TraceEvent
+from tracecheck.tracespec import (
+    DATA_MODULE,
+    MAX_TAG,
+    TRACE_MODULE,
+    RenderedBatch,
+    constants_for,
+    printed_values,
+    render_batch,
+)
+
+__all__ = [
+    "CheckerError",
+    "TraceVerdict",
+    "ValidationReport",
+    "run_rendered",
+    "spec_library",
+    "validate_traces",
+]
+
+
+class CheckerError(TracecheckError):
+    """TLC could not run the generated trace spec: a bug in a mapping or spec, not a verdict."""
+
+
+class Rejection(BaseModel):
+    """Where a rejected trace stops making sense."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: 1-based index of the first event no spec behaviour explains.
+    index: int
+    #: The line of the trace file it came from.
+    line: int
+    event: TraceEvent
+
+
+class TraceVerdict(BaseModel):
+    """The verdict on one trace."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    source: str
+    accepted: bool
+    events: int
+    #: How many events, from the first, some spec behaviour explains.
+    matched: int
+    rejection: Rejection | None = None
+    #: Filled by the explain pass for rejected traces.
+    explanation: object | None = None
+
+
+class ValidationReport(BaseModel):
+    """Verdicts for a set of traces, with coverage and figures."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    protocol: str
+    verdicts: list[TraceVerdict]
+    #: Events per spec action over the accepted traces.
+    coverage: dict[str, int]
+    #: Spec actions the mapping knows that no accepted trace exercised.
+    uncovered: list[str]
+    tlc_runs: int
+    events: int
+    seconds: float
+    distinct_states: int = 0
+    rate: float = Field(default=0.0, description="events per second, end to end")
+
+    @property
+    def all_accepted(self) -> bool:
+        return all(v.accepted for v in self.verdicts)
+
+
+def spec_library(spec_root: Path, mapping: ProtocolMap) -> tuple[Path, ...]:
+    """The folders SANY searches for the protocol spec and shared modules."""
+    folders = [spec_root / mapping.protocol, spec_root / "common"]
+    return tuple(f.resolve() for f in folders if f.is_dir())
+
+
+def run_rendered(
+    rendered: RenderedBatch,
+    library: Sequence[Path],
+    options: TLCOptions | None = None,
+    *,
+    extra: Mapping[str, str] | None = None,
+    root: str = TRACE_MODULE,
+) -> TLCResult:
+    """Write the generated modules (and ``extra`` ones, by name) to a temporary folder and run
+    TLC on module ``root`` with the rendered cfg."""
+    base = options or TLCOptions()
+    opts = base.model_copy(
+        update={
+            "check_deadlock": False,  # a consumed trace has no successor: that is its end
+            "workers": 1,  # the registers that track the furthest cursor are per worker
+            "library": tuple(library),
+            "attribute_properties": False,
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="tracecheck-") as tmp:
+        folder = Path(tmp)
+        (folder / f"{DATA_MODULE}.tla").write_text(rendered.data_module, encoding="utf-8")
+        (folder / f"{TRACE_MODULE}.tla").write_text(rendered.trace_module, encoding="utf-8")
+        for name, text in (extra or {}).items():
+            (folder / f"{name}.tla").write_text(text, encoding="utf-8")
+        (folder / f"{root}.cfg").write_text(rendered.cfg, encoding="utf-8")
+        return run_tlc(folder / f"{root}.tla", folder / f"{root}.cfg", opts)
+
+
+def furthest_cursors(result: TLCResult, count: int) -> list[int]:
+    """Per trace, the furthest cursor TLC printed (1 = nothing consumed)."""
+    furthest = [1] * count
+    for _, number, cursor in printed_values(result.printed, MAX_TAG):
+        if isinstance(number, int) and isinstance(cursor, int) and 1 <= number <= count:
+            furthest[number - 1] = max(furthest[number - 1], cursor)
+    return furthest
+
+
+def _require_clean(result: TLCResult, what: str) -> None:
+    if result.verdict is not Verdict.SUCCESS:
+        details = "; ".join(
+            f"{e.location}: {e.message}" if e.location else e.message for e in result.errors
+        )
+        raise CheckerError(
+            f"TLC could not check {what}: {result.verdict.value}: {result.summary}"
+            + (f" ({details})" if details else "")
+        )
+
+
+def _verdict(trace: Trace, furthest: int) -> TraceVerdict:
+    total = len(trace.events)
+    matched = furthest - 1
+    if matched >= total:
+        return TraceVerdict(source=trace.source, accepted=True, events=total, matched=total)
+    return TraceVerdict(
+        source=trace.source,
+        accepted=False,
+        events=total,
+        matched=matched,
+        rejection=Rejection(index=furthest, line=trace.lines[matched], event=trace.events[matched]),
+    )
+
+
+def validate_traces(
+    traces: Sequence[Trace],
+    mapping: ProtocolMap,
+    spec_root: Path,
+    *,
+    explain: bool = True,
+    options: TLCOptions | None = None,
+) -> ValidationReport:
+    """Check every trace against the spec; batch by constants; explain each rejection."""
+    started = time.monotonic()
+    for trace in traces:
+        if trace.header.protocol != mapping.protocol:
+            raise CheckerError(
+                f"{trace.source}: a {trace.header.protocol} trace, but the mapping is for "
+                f"{mapping.protocol}"
+            )
+    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for i, trace in enumerate(traces):
+        key = tuple(sorted(constants_for(trace, mapping).items()))
+        groups.setdefault(key, []).append(i)
+    library = spec_library(spec_root, mapping)
+    verdicts: list[TraceVerdict | None] = [None] * len(traces)
+    runs = 0
+    distinct = 0
+    for indices in groups.values():
+        batch = [traces[i] for i in indices]
+        result = run_rendered(render_batch(batch, mapping), library, options)
+        runs += 1
+        _require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
+        distinct += result.stats.distinct or 0
+        for i, furthest in zip(indices, furthest_cursors(result, len(batch)), strict=True):
+            verdicts[i] = _verdict(traces[i], furthest)
+    final = [v for v in verdicts if v is not None]
+    if explain:
+        from tracecheck.explain import explain_rejection  # noqa: PLC0415 - avoids a cycle
+
+        for i, verdict in enumerate(final):
+            if not verdict.accepted and verdict.rejection is not None:
+                explanation = explain_rejection(
+                    traces[i], verdict.rejection.index, mapping, library, options
+                )
+                runs += 1
+                final[i] = verdict.model_copy(update={"explanation": explanation})
+    coverage: Counter[str] = Counter(
+        e.event for t, v in zip(traces, final, strict=True) if v.accepted for e in t.events
+    )
+    seconds = time.monotonic() - started
+    events = sum(len(t.events) for t in traces)
+    return ValidationReport(
+        protocol=mapping.protocol,
+        verdicts=final,
+        coverage=dict(sorted(coverage.items())),
+        uncovered=sorted({a.event for a in mapping.actions} - set(coverage)),
+        tlc_runs=runs,
+        events=events,
+        seconds=seconds,
+        distinct_states=distinct,
+        rate=events / seconds if seconds else 0.0,
+    )

@@ -1,0 +1,106 @@
+"""Loading traces: typed errors that name the file, line and field; merging per-process logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.ledger import GOOD, event, header
+from tracecheck.jsonvalue import JsonValueError, from_json
+from tracecheck.tlavalue import Record, TLAFunction
+from tracecheck.traces import TraceFormatError, load_trace, merge_traces, parse_trace_lines
+
+
+def _write(path: Path, lines: list[object], *, newline: bool = True) -> Path:
+    text = "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines)
+    path.write_text(text + ("\n" if newline else ""), encoding="utf-8")
+    return path
+
+
+def test_loads_header_and_events(tmp_path: Path) -> None:
+    trace = load_trace(_write(tmp_path / "t.ndjson", [header(), *GOOD]))
+    assert trace.header.nodes == ("a", "b")
+    assert [e.event for e in trace.events] == ["Deposit", "Transfer", "Receive"]
+    assert trace.lines == (2, 3, 4)
+
+
+@pytest.mark.parametrize(
+    ("lines", "where", "problem"),
+    [
+        ([], None, "empty trace: no header line"),
+        ([header()], 1, "header but no events"),
+        ([GOOD[0]], 1, "the first line must be the header"),
+        ([header(), "{not json"], 2, "bad JSON"),
+        ([header(schema_version=2), GOOD[0]], 1, "schema_version: 2 is not supported"),
+        ([header(), GOOD[0] | {"event": "lower"}], 2, "field event: String should match"),
+        (
+            [header(), {k: v for k, v in GOOD[0].items() if k != "node"}],
+            2,
+            "field node: Field required",
+        ),
+        ([header(), GOOD[0] | {"node": "zed"}], 2, "'zed' is not among the header's nodes"),
+        ([header(), GOOD[0] | {"extra": 1}], 2, "field extra: Extra inputs"),
+        ([header(), GOOD[0], GOOD[0]], 3, "jumps to 1, expected 2"),
+        ([header(), header(), GOOD[0]], 2, "a second header"),
+    ],
+)
+def test_malformed_traces_name_line_and_field(
+    tmp_path: Path, lines: list[object], where: int | None, problem: str
+) -> None:
+    path = _write(tmp_path / "bad.ndjson", lines, newline=bool(lines))
+    with pytest.raises(TraceFormatError) as caught:
+        load_trace(path)
+    assert caught.value.line == where
+    assert problem in str(caught.value)
+    assert str(path) in str(caught.value)
+
+
+def test_truncated_last_line_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path / "cut.ndjson", [header(), GOOD[0]], newline=False)
+    with pytest.raises(TraceFormatError, match="truncated"):
+        load_trace(path)
+
+
+def test_missing_file_and_binary(tmp_path: Path) -> None:
+    with pytest.raises(TraceFormatError, match="cannot read"):
+        load_trace(tmp_path / "none.ndjson")
+    (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(TraceFormatError, match="not UTF-8"):
+        load_trace(tmp_path / "bin")
+
+
+def test_merge_orders_by_lamport_clock() -> None:
+    a = parse_trace_lines(
+        [
+            json.dumps(header()),
+            json.dumps(event("Deposit", "a", 1, 3, a=3) | {"lamport": 1}),
+            json.dumps(event("Transfer", "a", 2, 1, to="b", a=2) | {"lamport": 2}),
+        ],
+        "a.log",
+    )
+    b = parse_trace_lines(
+        [json.dumps(header()), json.dumps(event("Receive", "b", 1, 2, a=2) | {"lamport": 3})],
+        "b.log",
+    )
+    merged = merge_traces([b, a])
+    assert [e.event for e in merged.events] == ["Deposit", "Transfer", "Receive"]
+    with pytest.raises(TraceFormatError, match="appears in two logs"):
+        merge_traces([a, a])
+    other = parse_trace_lines(
+        [json.dumps(header(seed=2)), json.dumps(event("Receive", "b", 1, 2, a=2))], "c.log"
+    )
+    with pytest.raises(TraceFormatError, match="not the same run"):
+        merge_traces([a, other])
+
+
+def test_json_values_follow_itf() -> None:
+    assert from_json({"#set": [1, 2]}) == frozenset({1, 2})
+    assert from_json({"#map": [[["w", 1], "x"]]}) == TLAFunction({("w", 1): "x"})
+    assert from_json({"a": [1, True]}) == Record(a=(1, True))
+    assert from_json({"#bigint": "-12"}) == -12
+    for bad, path in [(None, "$"), ({"x": 1.5}, "$.x"), ({}, "$"), ({"#set": [], "y": 1}, "$")]:
+        with pytest.raises(JsonValueError) as caught:
+            from_json(bad)
+        assert caught.value.path == path

@@ -1,0 +1,114 @@
+"""Trace validation end to end on the Ledger toy protocol: accept, reject at the right event,
+explain why, and batch many traces in one TLC run."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, trace
+from tracecheck.traces import TraceFormatError
+from tracecheck.validate import validate_traces
+
+
+def test_good_trace_is_accepted_with_coverage() -> None:
+    report = validate_traces([trace(GOOD)], LEDGER, SPEC_ROOT)
+    (verdict,) = report.verdicts
+    assert verdict.accepted
+    assert verdict.matched == 3
+    assert report.coverage == {"Deposit": 1, "Receive": 1, "Transfer": 1}
+    assert report.uncovered == []
+    assert report.tlc_runs == 1
+
+
+def test_wrong_post_state_is_explained_with_the_allowed_value() -> None:
+    bad = trace([*GOOD[:2], event("Receive", "b", 1, 3, a=2)])
+    (verdict,) = validate_traces([bad], LEDGER, SPEC_ROOT).verdicts
+    assert not verdict.accepted
+    assert verdict.rejection is not None
+    assert (verdict.rejection.index, verdict.rejection.line) == (3, 4)
+    explanation = verdict.explanation
+    assert explanation is not None
+    (state,) = explanation.frontier
+    assert state.enabled
+    assert state.state == {"balance": "[a |-> 1, b |-> 0]", "inbox": '{<<"b", 2>>}'}
+    (post,) = state.post
+    assert (post.field, post.logged, post.possible, post.allowed) == ("balance", "3", False, ["2"])
+    assert "post.balance: logged 3, the spec allows 2" in explanation.summary
+
+
+def test_disabled_action_names_the_false_conjunct() -> None:
+    # b receives a message nobody sent: the first conjunct of Receive is false.
+    bad = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)])
+    (verdict,) = validate_traces([bad], LEDGER, SPEC_ROOT).verdicts
+    assert verdict.rejection is not None
+    assert verdict.rejection.index == 2
+    assert verdict.explanation is not None
+    (state,) = verdict.explanation.frontier
+    assert not state.enabled
+    assert state.failed_guard_index == 1
+    assert state.failed_guard == "<<n, a>> \\in inbox"
+
+
+def test_second_guard_is_found_when_the_first_holds() -> None:
+    # Max is 3: depositing 3 twice breaks the second conjunct of Deposit.
+    bad = trace([event("Deposit", "a", 1, 3, a=3), event("Deposit", "a", 2, 6, a=3)])
+    (verdict,) = validate_traces([bad], LEDGER, SPEC_ROOT).verdicts
+    assert verdict.explanation is not None
+    (state,) = verdict.explanation.frontier
+    assert (state.failed_guard_index, state.failed_guard) == (2, "balance[n] + a <= Max")
+
+
+@pytest.mark.parametrize(
+    ("events", "index"),
+    [
+        pytest.param([GOOD[0], GOOD[2]], 2, id="drop-transfer"),
+        pytest.param([GOOD[0], GOOD[1], GOOD[1] | {"seq": 3}, GOOD[2]], 3, id="duplicate"),
+        pytest.param([GOOD[0], GOOD[2] | {"seq": 1}, GOOD[1] | {"seq": 2}], 2, id="swap-causal"),
+        pytest.param(
+            [GOOD[0], GOOD[1] | {"args": {"to": "b", "a": 3}}, GOOD[2]], 2, id="change-arg"
+        ),
+        pytest.param([GOOD[0] | {"post": {"balance": 2}}, GOOD[1], GOOD[2]], 1, id="change-post"),
+        pytest.param([GOOD[0], GOOD[1], GOOD[2] | {"args": {"a": 1}}], 3, id="change-recv"),
+    ],
+)
+def test_mutations_are_rejected_at_the_expected_event(
+    events: list[dict[str, object]], index: int
+) -> None:
+    (verdict,) = validate_traces([trace(events)], LEDGER, SPEC_ROOT, explain=False).verdicts
+    assert not verdict.accepted
+    assert verdict.rejection is not None
+    assert verdict.rejection.index == index
+
+
+def test_independent_events_may_be_reordered() -> None:
+    deposits = [event("Deposit", "a", 1, 1, a=1), event("Deposit", "b", 1, 2, a=2)]
+    swapped = [deposits[1], deposits[0]]
+    report = validate_traces([trace(deposits), trace(swapped)], LEDGER, SPEC_ROOT)
+    assert [v.accepted for v in report.verdicts] == [True, True]
+
+
+def test_batch_runs_one_tlc_for_many_traces_and_explains_only_rejections() -> None:
+    bad = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)], source="bad")
+    traces = [trace(GOOD, source=f"good{i}") for i in range(5)] + [bad]
+    report = validate_traces(traces, LEDGER, SPEC_ROOT)
+    assert [v.accepted for v in report.verdicts] == [True] * 5 + [False]
+    assert report.tlc_runs == 2  # one batch run, one explain run
+    assert report.verdicts[-1].explanation is not None
+    assert report.verdicts[0].explanation is None
+
+
+def test_traces_with_other_constants_get_their_own_batch() -> None:
+    small = trace(GOOD, source="max3")
+    large = trace(GOOD, source="max5", maximum=5)
+    report = validate_traces([small, large], LEDGER, SPEC_ROOT, explain=False)
+    assert report.all_accepted
+    assert report.tlc_runs == 2
+
+
+def test_unknown_event_and_missing_args_are_format_errors() -> None:
+    with pytest.raises(TraceFormatError, match="'Withdraw' maps to no spec action"):
+        validate_traces([trace([event("Withdraw", "a", 1, 0, a=1)])], LEDGER, SPEC_ROOT)
+    with pytest.raises(TraceFormatError, match=r"missing \['to'\]"):
+        validate_traces([trace([GOOD[0], event("Transfer", "a", 2, 1, a=2)])], LEDGER, SPEC_ROOT)
+    with pytest.raises(TraceFormatError, match="float has no TLA"):
+        validate_traces([trace([event("Deposit", "a", 1, 1, a=1.5)])], LEDGER, SPEC_ROOT)
