@@ -1,0 +1,257 @@
+"""Inputs of the RRef core: protocol messages, application calls, timers and destructors.
+
+Messages have RRef.tla's one record shape ``[type, src, dst, rref, owner, fork, parent, dup]``
+(``Msg(t, s, d, r, o, f, p)``) and its type names. The other inputs are the application and
+environment steps of the spec (``Remote``, ``ToHere``, ``TimeOutRemote``, ``DelUser``...), named
+by an upper-case ``type`` so one discriminated union :data:`RRefInput` covers everything a worker
+can be asked to do. Transport metadata (Lamport stamps, delivery times) stays in the driver's
+envelope: a message is exactly the spec's record.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal, TypeAlias
+
+from pydantic import BeforeValidator, Field, PlainSerializer, TypeAdapter
+
+from protoref.ids import GloballyUniqueId, WorkerId
+from protoref.tracing import FrozenModel
+
+__all__ = [
+    "INPUT_ADAPTER",
+    "MESSAGE_ADAPTER",
+    "MSG_TYPES",
+    "RETRIED",
+    "ChildAccept",
+    "CreateLocalRRef",
+    "DelUser",
+    "DropOwnerRRef",
+    "DropRRef",
+    "ForkRequest",
+    "Message",
+    "MessageBase",
+    "Parent",
+    "PrepareChildFork",
+    "PythonCall",
+    "PythonRemoteCall",
+    "RRefAck",
+    "RRefFetchCall",
+    "RRefFetchRet",
+    "RRefInput",
+    "Remote",
+    "RemoteRet",
+    "TimeOutRemote",
+    "ToHere",
+    "UserDelete",
+]
+
+Gid: TypeAlias = GloballyUniqueId
+
+
+def _no_id_in(value: Any) -> Any:
+    # The spec's NoId is <<>>, an empty tuple: JSON [] decodes to None.
+    return None if value in ([], ()) else value
+
+
+def _no_id_out(value: Gid | None) -> Any:
+    return [] if value is None else [value.worker, value.local_id]
+
+
+#: The parent ForkId of a PYTHON_CALL (the RRefId when the owner is the parent), None for NoId.
+Parent = Annotated[
+    Gid | None,
+    BeforeValidator(_no_id_in),
+    PlainSerializer(_no_id_out, when_used="json"),
+]
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class MessageBase(FrozenModel):
+    """RRef.tla ``Msg``: every message has every field; ``dup`` bounds duplication (RetrySend)."""
+
+    type: str  # narrowed to one Literal of MSG_TYPES by each subclass
+    src: WorkerId
+    dst: WorkerId
+    rref: Gid
+    owner: WorkerId
+    fork: Gid
+    parent: Parent = None
+    # 0 = first attempt, 1 = first attempt already retried, 2 = the retry's copy.
+    dup: int = Field(default=0, ge=0, le=2)
+
+
+class PythonRemoteCall(MessageBase):
+    """rpc.remote(dst, f): run the UDF and assignOwnerRRef(rref, fork). Never retried."""
+
+    type: Literal["PYTHON_REMOTE_CALL"] = "PYTHON_REMOTE_CALL"
+
+
+class RemoteRet(MessageBase):
+    """Reply to PYTHON_REMOTE_CALL, sent once the value is set (fork = rref for self remote)."""
+
+    type: Literal["REMOTE_RET"] = "REMOTE_RET"
+
+
+class RRefFetchCall(MessageBase):
+    """UserRRef.to_here(): fetch the value of ``rref`` for the UserRRef ``fork``."""
+
+    type: Literal["PYTHON_RREF_FETCH_CALL"] = "PYTHON_RREF_FETCH_CALL"
+
+
+class RRefFetchRet(MessageBase):
+    """The value, for the UserRRef ``fork``."""
+
+    type: Literal["PYTHON_RREF_FETCH_RET"] = "PYTHON_RREF_FETCH_RET"
+
+
+class PythonCall(MessageBase):
+    """A user RPC (argument or return value) carrying the child fork ``fork`` of ``parent``."""
+
+    type: Literal["PYTHON_CALL"] = "PYTHON_CALL"
+
+
+class ForkRequest(MessageBase):
+    """Child user -> owner: register ``fork`` (addForkOfOwnerIfNotPresent). Retried."""
+
+    type: Literal["RREF_FORK_REQUEST"] = "RREF_FORK_REQUEST"
+
+
+class RRefAck(MessageBase):
+    """Owner -> child: the fork request for ``fork`` is registered."""
+
+    type: Literal["RREF_ACK"] = "RREF_ACK"
+
+
+class ChildAccept(MessageBase):
+    """Child (or owner) -> parent: the owner knows ``fork``; drop the pending child (G2).
+
+    Retried."""
+
+    type: Literal["RREF_CHILD_ACCEPT"] = "RREF_CHILD_ACCEPT"
+
+
+class UserDelete(MessageBase):
+    """User -> owner: the UserRRef ``fork`` is gone (G1). Retried."""
+
+    type: Literal["RREF_USER_DELETE"] = "RREF_USER_DELETE"
+
+
+Message = Annotated[
+    PythonRemoteCall
+    | RemoteRet
+    | RRefFetchCall
+    | RRefFetchRet
+    | PythonCall
+    | ForkRequest
+    | RRefAck
+    | ChildAccept
+    | UserDelete,
+    Field(discriminator="type"),
+]
+MESSAGE_ADAPTER: Final[TypeAdapter[Message]] = TypeAdapter(Message)
+
+#: RRef.tla ``MsgTypes``.
+MSG_TYPES: Final = frozenset(
+    {
+        "PYTHON_REMOTE_CALL",
+        "REMOTE_RET",
+        "PYTHON_RREF_FETCH_CALL",
+        "PYTHON_RREF_FETCH_RET",
+        "PYTHON_CALL",
+        "RREF_FORK_REQUEST",
+        "RREF_ACK",
+        "RREF_CHILD_ACCEPT",
+        "RREF_USER_DELETE",
+    }
+)
+#: RRef.tla ``Retried``: control messages sent with sendWithRetries (at least once).
+RETRIED: Final = frozenset({"RREF_FORK_REQUEST", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"})
+
+
+# --------------------------------------------------------------------------- other inputs
+
+
+class CreateLocalRRef(FrozenModel):
+    """rpc.RRef(obj): spec ``CreateLocalRRef(w)``."""
+
+    type: Literal["CREATE_LOCAL_RREF"] = "CREATE_LOCAL_RREF"
+
+
+class Remote(FrozenModel):
+    """rpc.remote(dst, f): spec ``Remote(w, dst)``; dst may be the worker itself."""
+
+    type: Literal["REMOTE"] = "REMOTE"
+    dst: WorkerId
+
+
+class PrepareChildFork(FrozenModel):
+    """Pickle RRef ``r`` (held as ``parent``) into a user RPC to ``dst``.
+
+    ``parent == r`` shares the worker's OwnerRRef; otherwise ``parent`` is its UserRRef's ForkId.
+    """
+
+    type: Literal["PREPARE_CHILD_FORK"] = "PREPARE_CHILD_FORK"
+    dst: WorkerId
+    r: Gid
+    parent: Gid
+
+
+class ToHere(FrozenModel):
+    """UserRRef.to_here() on the UserRRef ``f``."""
+
+    type: Literal["TO_HERE"] = "TO_HERE"
+    f: Gid
+
+
+class DropRRef(FrozenModel):
+    """Application code drops its reference to the UserRRef ``f`` (Python GC)."""
+
+    type: Literal["DROP_RREF"] = "DROP_RREF"
+    f: Gid
+
+
+class DropOwnerRRef(FrozenModel):
+    """Application code drops the OwnerRRef ``r`` it holds."""
+
+    type: Literal["DROP_OWNER_RREF"] = "DROP_OWNER_RREF"
+    r: Gid
+
+
+class TimeOutRemote(FrozenModel):
+    """The rpc.remote future of (r, f) fails with TIMEOUT (f = r for a self remote)."""
+
+    type: Literal["TIME_OUT_REMOTE"] = "TIME_OUT_REMOTE"
+    r: Gid
+    f: Gid
+
+
+class DelUser(FrozenModel):
+    """The UserRRef ``f``'s refcount reached zero: its destructor runs (tryDel, G1)."""
+
+    type: Literal["DEL_USER"] = "DEL_USER"
+    f: Gid
+
+
+RRefInput = Annotated[
+    PythonRemoteCall
+    | RemoteRet
+    | RRefFetchCall
+    | RRefFetchRet
+    | PythonCall
+    | ForkRequest
+    | RRefAck
+    | ChildAccept
+    | UserDelete
+    | CreateLocalRRef
+    | Remote
+    | PrepareChildFork
+    | ToHere
+    | DropRRef
+    | DropOwnerRRef
+    | TimeOutRemote
+    | DelUser,
+    Field(discriminator="type"),
+]
+INPUT_ADAPTER: Final[TypeAdapter[RRefInput]] = TypeAdapter(RRefInput)

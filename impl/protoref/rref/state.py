@@ -1,0 +1,99 @@
+"""The per-worker RRefContext of the Reference protocol (RRef.tla's variables at one worker).
+
+Per-worker spec variables (``nextId``, ``owners``, ``pendingOwners``, ``forks``, ``pendingUsers``,
+``confirmedUsers``, ``pendingChildren``, ``ownerHeld``, ``selfCalls``, ``tombstones``) are fields
+of :class:`RRefContext` under snake-case names. The spec's global sets about UserRRefs (``users``,
+``held``, ``fetching``, ``fetched``, ``deleted``, ``timedOut``) are partitioned by the worker the
+UserRRef lives on (``u.on``): ForkIds are globally unique, so the partition is exact and the
+union over workers is the spec's value. ``net`` belongs to the driver; the history variables
+``removedForks`` and ``erasedOwners`` are kept by the invariant checker, not by the protocol.
+
+The context is immutable: a transition returns a new one, so an input that raises leaves the
+state it was applied to untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, TypeAlias
+
+from protoref.ids import GloballyUniqueId, WorkerId
+from protoref.rref.events import Parent
+from protoref.tracing import FrozenModel
+
+__all__ = ["EMPTY_USERS", "Pair", "Parked", "RRefContext", "UserRRef"]
+
+Gid: TypeAlias = GloballyUniqueId
+Pair: TypeAlias = tuple[GloballyUniqueId, GloballyUniqueId]
+#: ``<<rrefId, forkId of the fetching UserRRef, its worker>>``: one parked fetch.
+Parked: TypeAlias = tuple[GloballyUniqueId, GloballyUniqueId, WorkerId]
+
+
+class UserRRef(FrozenModel):
+    """RRef.tla's UserRRef record ``[fork, rref, owner, on, parent]`` (parent None = NoId)."""
+
+    fork: Gid
+    rref: Gid
+    owner: WorkerId
+    on: WorkerId
+    parent: Parent = None
+
+
+EMPTY_USERS: Final[Mapping[Gid, UserRRef]] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class RRefContext:
+    """RRefContext of worker ``me`` (note §1.3), as the Reference variant of RRef.tla has it."""
+
+    me: WorkerId
+    next_id: int = 1
+    owners: frozenset[Gid] = frozenset()
+    pending_owners: frozenset[Parked] = frozenset()
+    forks: frozenset[Pair] = frozenset()
+    pending_users: frozenset[Gid] = frozenset()
+    confirmed_users: frozenset[Gid] = frozenset()
+    pending_children: frozenset[Pair] = frozenset()  # <<child ForkId, parent ForkId>>
+    owner_held: frozenset[Gid] = frozenset()
+    self_calls: frozenset[Gid] = frozenset()
+    tombstones: frozenset[Pair] = frozenset()
+    # The UserRRefs living on this worker, by ForkId, and the facts the spec keeps about them.
+    users: Mapping[Gid, UserRRef] = field(default_factory=lambda: EMPTY_USERS)
+    held: frozenset[Gid] = frozenset()
+    fetching: frozenset[Gid] = frozenset()
+    fetched: frozenset[Gid] = frozenset()
+    deleted: frozenset[Gid] = frozenset()
+    timed_out: frozenset[Gid] = frozenset()
+
+    def new_id(self, offset: int = 0) -> Gid:
+        """The id ``<<me, nextId + offset>>`` (drawn by the transition that bumps ``next_id``)."""
+        return GloballyUniqueId(self.me, self.next_id + offset)
+
+    def referenced(self, f: Gid) -> bool:
+        """RRef.tla ``Referenced(w, f)``: something holds the UserRRef strongly."""
+        return (
+            f in self.held
+            or f in self.pending_users
+            or any(parent == f for _, parent in self.pending_children)
+            or f in self.fetching
+        )
+
+    def has_fork_of(self, r: Gid) -> bool:
+        """Some ``<<r, _>>`` is in forks_ (the OwnerRRef r is still needed)."""
+        return any(e[0] == r for e in self.forks)
+
+    def user_records(self) -> frozenset[UserRRef]:
+        return frozenset(self.users.values())
+
+    def is_empty(self) -> bool:
+        """No OwnerRRef, fork, parked fetch, pending or confirmed user, or pending child."""
+        return not (
+            self.owners
+            or self.forks
+            or self.pending_owners
+            or self.pending_users
+            or self.pending_children
+            or self.confirmed_users
+        )

@@ -1,0 +1,295 @@
+"""The trace contract shared by every protocol: header, event base, value encoding, sinks.
+
+A trace file is JSON lines. Line 1 is a :class:`TraceHeader`; every other line is one event
+(a subclass of :class:`TraceEventBase`, one per TLA+ action, defined by each protocol) emitted by
+a driver after the core step it records.
+
+TLA+ values are encoded ITF-style: strings, ints and bools as themselves; tuples, sequences and
+records as JSON lists and objects; a set as ``{"#set": [...]}`` with its elements in a
+deterministic order (:func:`sort_key`); a function as ``{"#map": [[k, v], ...]}`` (no RRef
+variable needs one per node: every per-node variable of RRef.tla is a set or a number).
+
+This is the only module that imports structlog: :class:`JsonlSink` wraps a structlog logger whose
+processor chain renders each record as one JSON line. :class:`NullSink` reports itself disabled so
+drivers skip building events at all when tracing is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Annotated, Any, Final, Literal, Protocol, TypeVar
+
+import structlog
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    WrapSerializer,
+)
+from pydantic import BeforeValidator as _Before
+
+from protoref.errors import TraceFormatError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "FrozenModel",
+    "JsonlSink",
+    "MemorySink",
+    "NodeClock",
+    "NullSink",
+    "TlaSet",
+    "Trace",
+    "TraceEventBase",
+    "TraceHeader",
+    "TraceSink",
+    "encode_line",
+    "read_trace",
+    "read_trace_file",
+    "sort_key",
+    "tla_set",
+]
+
+SCHEMA_VERSION: Final = 1
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- value encoding
+
+
+def sort_key(value: Any) -> tuple[Any, ...]:
+    """A total order on JSON values, so sets serialize the same way on every run.
+
+    Type-tagged so mixed elements compare; lists compare element-wise, which puts ``["w0", 9]``
+    before ``["w0", 10]`` (a JSON-string order would not).
+    """
+    if isinstance(value, bool):
+        return (0, value)
+    if isinstance(value, int | float):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    if isinstance(value, list | tuple):
+        return (3, tuple(sort_key(v) for v in value))
+    if isinstance(value, dict):
+        return (4, tuple((k, sort_key(v)) for k, v in sorted(value.items())))
+    return (5, repr(value))
+
+
+def tla_set(elements: Iterable[JsonValue]) -> dict[str, JsonValue]:
+    """Encode already-JSON elements as a TLA+ set (for header settings and hand-built values)."""
+    return {"#set": sorted(elements, key=sort_key)}
+
+
+def _set_in(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) != {"#set"}:
+            raise ValueError(
+                f"a TLA+ set is encoded as {{'#set': [...]}}, got keys {sorted(value)}"
+            )
+        return value["#set"]
+    return value
+
+
+def _set_out(value: Any, handler: Callable[[Any], Any]) -> Any:
+    return tla_set(handler(value))
+
+
+#: A TLA+ set: a frozenset in Python, ``{"#set": [...]}`` in JSON.
+TlaSet = Annotated[frozenset[T], _Before(_set_in), WrapSerializer(_set_out, when_used="json")]
+
+
+# --------------------------------------------------------------------------- records
+
+
+class FrozenModel(BaseModel):
+    """Base of every trace record and protocol message: immutable, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TraceHeader(FrozenModel):
+    """Line 1 of a trace file."""
+
+    kind: Literal["header"] = "header"
+    schema_version: Literal[1] = SCHEMA_VERSION
+    protocol: str
+    nodes: tuple[str, ...]
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    seed: int
+
+
+class TraceEventBase(FrozenModel):
+    """Fields every event has; each protocol narrows ``event`` and adds ``args`` and ``post``.
+
+    ``event`` is the TLA+ action name, ``node`` the acting worker, ``seq`` a per-node counter
+    from 1 and ``lamport`` the node's Lamport clock after the step (merges logs causally).
+    """
+
+    kind: Literal["event"] = "event"
+    event: str
+    node: str
+    seq: int = Field(ge=1)
+    lamport: int = Field(ge=1)
+
+
+@dataclass(slots=True)
+class NodeClock:
+    """Per-node ``seq`` and Lamport clock, advanced by drivers once per emitted event."""
+
+    seq: int = 0
+    lamport: int = 0
+
+    def local(self) -> tuple[int, int]:
+        """A step with no incoming message: returns (seq, lamport) of its event."""
+        self.seq += 1
+        self.lamport += 1
+        return self.seq, self.lamport
+
+    def receive(self, sent_at: int) -> tuple[int, int]:
+        """A step that takes a message stamped ``sent_at`` from the inbox."""
+        self.seq += 1
+        self.lamport = max(self.lamport, sent_at) + 1
+        return self.seq, self.lamport
+
+
+def encode_line(record: BaseModel) -> str:
+    """One JSON line (no newline) for a header or event, spec variable names as keys."""
+    return record.model_dump_json(by_alias=True)
+
+
+# --------------------------------------------------------------------------- sinks
+
+
+class TraceSink(Protocol):
+    """Where a driver's trace goes. Drivers test ``enabled`` before building an event."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    def header(self, header: TraceHeader) -> None: ...
+
+    def emit(self, event: TraceEventBase) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NullSink:
+    """Tracing off: drivers see ``enabled is False`` and build nothing."""
+
+    enabled: Final = False
+
+    def header(self, header: TraceHeader) -> None:
+        del header
+
+    def emit(self, event: TraceEventBase) -> None:
+        del event
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class MemorySink:
+    """Keeps the records (for tests); :meth:`lines` renders them as a trace file would."""
+
+    records: list[BaseModel] = field(default_factory=list)
+    enabled: bool = True
+
+    def header(self, header: TraceHeader) -> None:
+        self.records.append(header)
+
+    def emit(self, event: TraceEventBase) -> None:
+        self.records.append(event)
+
+    def close(self) -> None:
+        return None
+
+    def lines(self) -> list[str]:
+        return [encode_line(r) for r in self.records]
+
+
+def _render_record(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> str:
+    # The last processor of the chain must return the string the wrapped logger writes.
+    record: BaseModel = event_dict["record"]
+    return encode_line(record)
+
+
+class JsonlSink:
+    """Writes a JSON-lines trace file through structlog (``PrintLogger``, one record a line)."""
+
+    enabled: Final = True
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._file: IO[str] = self.path.open("w", encoding="utf-8")
+        self._log = structlog.wrap_logger(
+            structlog.PrintLogger(self._file),
+            processors=[_render_record],
+            wrapper_class=structlog.BoundLogger,
+            context_class=dict,
+            cache_logger_on_first_use=True,
+        )
+
+    def header(self, header: TraceHeader) -> None:
+        self._log.msg(record=header)
+
+    def emit(self, event: TraceEventBase) -> None:
+        self._log.msg(record=event)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class Trace:
+    header: TraceHeader
+    events: tuple[TraceEventBase, ...]
+
+
+_HEADER: Final = TypeAdapter(TraceHeader)
+
+
+def read_trace(lines: Iterable[str], events: TypeAdapter[Any], *, source: str = "<trace>") -> Trace:
+    """Parse a trace (header line then event lines) with a protocol's event ``TypeAdapter``.
+
+    Raises :class:`TraceFormatError` naming the line and the field that is wrong.
+    """
+    header: TraceHeader | None = None
+    parsed: list[TraceEventBase] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            if header is None:
+                header = _HEADER.validate_json(line)
+            else:
+                parsed.append(events.validate_json(line))
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise TraceFormatError(source, number, f"{loc}: {first['msg']}") from err
+    if header is None:
+        raise TraceFormatError(source, 1, "empty trace: no header line")
+    return Trace(header, tuple(parsed))
+
+
+def read_trace_file(path: Path | str, events: TypeAdapter[Any]) -> Trace:
+    """:func:`read_trace` on a file."""
+    p = Path(path)
+    with p.open(encoding="utf-8") as fh:
+        return read_trace(fh, events, source=str(p))
