@@ -29,10 +29,14 @@ from tracecheck.manifest import (
     record_results,
     run_model,
 )
+from tracecheck.protocols import load_mapping
+from tracecheck.report import print_report
 from tracecheck.results import Progress, TLCResult, Verdict
 from tracecheck.tlavalue import format_value
 from tracecheck.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
 from tracecheck.toolchain import toolchain
+from tracecheck.traces import load_trace, merge_traces
+from tracecheck.validate import validate_traces
 
 __all__ = ["main"]
 
@@ -49,11 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, extra = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
     args.extra = extra
-    console = Console(stderr=False, highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     try:
         code: int = args.func(args, console)
     except TracecheckError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
     return code
 
@@ -96,6 +100,21 @@ def _parser() -> argparse.ArgumentParser:
     tlc.add_argument("--json", action="store_true", help="print the result as JSON")
     tlc.epilog = "Flags after -- are passed to TLC verbatim, e.g. -- -view."
     tlc.set_defaults(func=_cmd_tlc)
+
+    validate = sub.add_parser(
+        "validate", help="check implementation traces against their protocol's spec with TLC"
+    )
+    validate.add_argument("traces", type=Path, nargs="+", help="trace files (JSON lines)")
+    validate.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    validate.add_argument(
+        "--mapping", help="a protocol name or module:NAME of a ProtocolMap (default: header's)"
+    )
+    validate.add_argument(
+        "--merge", action="store_true", help="the files are per-process logs of one run"
+    )
+    validate.add_argument("--no-explain", action="store_true", help="skip the explain pass")
+    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.set_defaults(func=_cmd_validate)
 
     docs = sub.add_parser("docs", help="write docs/models.md: the manifest as tables")
     docs.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
@@ -229,6 +248,23 @@ def _live_progress(console: Console, label: str) -> Iterator[ProgressCallback]:
             )
 
         yield update
+
+
+def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
+    traces = [load_trace(path) for path in args.traces]
+    if args.merge:
+        traces = [merge_traces(traces)]
+    protocols = {t.header.protocol for t in traces}
+    if args.mapping is None and len(protocols) != 1:
+        raise TracecheckError(f"traces of several protocols {sorted(protocols)}: pass --mapping")
+    mapping = load_mapping(args.mapping or protocols.pop())
+    toolchain()
+    report = validate_traces(traces, mapping, args.spec_root, explain=not args.no_explain)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print_report(console, report)
+    return 0 if report.all_accepted else 1
 
 
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:

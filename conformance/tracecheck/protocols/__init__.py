@@ -1,0 +1,32 @@
+"""The mapping tables of the project's protocols, by protocol name (the trace header's)."""
+
+from __future__ import annotations
+
+import importlib
+
+from tracecheck.errors import TracecheckError
+from tracecheck.mapping import ProtocolMap
+
+__all__ = ["MAPPINGS", "load_mapping"]
+
+#: protocol name -> "module:attribute" of its ProtocolMap; imported on first use.
+MAPPINGS: dict[str, str] = {}
+
+
+def load_mapping(ref: str) -> ProtocolMap:
+    """A protocol name from :data:`MAPPINGS`, or an explicit ``package.module:ATTRIBUTE``."""
+    target = MAPPINGS.get(ref, ref)
+    if ":" not in target:
+        known = ", ".join(sorted(MAPPINGS)) or "none yet"
+        raise TracecheckError(
+            f"no mapping for protocol {ref!r} (known: {known}); pass --mapping module:NAME"
+        )
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TracecheckError(f"cannot import mapping module {module_name}: {exc}") from exc
+    mapping = getattr(module, attribute, None)
+    if not isinstance(mapping, ProtocolMap):
+        raise TracecheckError(f"{target} is not a ProtocolMap")
+    return mapping

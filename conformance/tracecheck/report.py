@@ -1,0 +1,56 @@
+"""The human-readable report of a validation: verdicts, explanations, coverage and figures."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tracecheck.explain import Explanation
+from tracecheck.validate import TraceVerdict, ValidationReport
+
+__all__ = ["print_report"]
+
+
+def print_report(console: Console, report: ValidationReport) -> None:
+    """Verdict lines, then one block per rejected trace, then coverage and figures."""
+    for verdict in report.verdicts:
+        if verdict.accepted:
+            console.print(f"[green]accepted[/] {escape(verdict.source)} ({verdict.events} events)")
+        else:
+            _rejected(console, verdict)
+    table = Table(title=f"{report.protocol} coverage", caption="events of accepted traces")
+    table.add_column("action")
+    table.add_column("events", justify="right")
+    for action, count in report.coverage.items():
+        table.add_row(action, f"{count:,}")
+    for action in report.uncovered:
+        table.add_row(f"[yellow]{action}[/]", "0")
+    console.print(table)
+    accepted = sum(v.accepted for v in report.verdicts)
+    console.print(
+        f"{accepted}/{len(report.verdicts)} accepted; {report.events:,} events in "
+        f"{report.seconds:.1f} s ({report.rate:,.0f} events/s) over {report.tlc_runs} TLC run(s)"
+    )
+
+
+def _rejected(console: Console, verdict: TraceVerdict) -> None:
+    rejection = verdict.rejection
+    if rejection is None:
+        return
+    event = rejection.event
+    console.print(
+        f"[bold red]rejected[/] {escape(verdict.source)}: event {rejection.index} "
+        f"(line {rejection.line}) {event.event} by {escape(event.node)} has no spec step; "
+        f"the first {verdict.matched} events are explained"
+    )
+    console.print(f"    args {escape(str(event.args))}  post {escape(str(event.post))}")
+    explanation = verdict.explanation
+    if not isinstance(explanation, Explanation):
+        return
+    for number, state in enumerate(explanation.frontier, start=1):
+        console.print(f"  [bold]in spec state {number}[/]: {escape(state.reason())}")
+        for name, value in state.state.items():
+            console.print(f"      {name} = {escape(value)}", soft_wrap=True)
+    if not explanation.frontier:
+        console.print("  no spec state reaches that event")
