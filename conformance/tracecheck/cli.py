@@ -21,6 +21,7 @@ from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tracecheck.bench import bench_table, run_bench, write_block
 from tracecheck.errors import TracecheckError
 from tracecheck.manifest import (
     ModelCheck,
@@ -115,6 +116,14 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--no-explain", action="store_true", help="skip the explain pass")
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(func=_cmd_validate)
+
+    bench = sub.add_parser(
+        "bench", help="run the deep models with the TLC ceiling; write docs/performance.md"
+    )
+    bench.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    bench.add_argument("--workers", default="auto", help="a number or auto (default auto)")
+    bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
+    bench.set_defaults(func=_cmd_bench)
 
     docs = sub.add_parser("docs", help="write docs/models.md: the manifest as tables")
     docs.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
@@ -265,6 +274,19 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     else:
         print_report(console, report)
     return 0 if report.all_accepted else 1
+
+
+def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
+    manifest = load_manifest(args.spec_root)
+    toolchain()
+    workers = _workers(args.workers)
+    with _live_progress(console, "deep models") as on_progress:
+        checks = run_bench(manifest, workers, on_progress, lambda c: _print_check_line(console, c))
+    block = bench_table(checks, workers)
+    write_block(args.out, block)
+    console.print(_check_table(checks))
+    console.print(f"wrote the table into {args.out}")
+    return 0 if all(c.ok for c in checks) else 1
 
 
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:

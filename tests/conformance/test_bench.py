@@ -1,0 +1,72 @@
+"""`tracecheck bench`: the ceiling runs first and every deep model gets a ratio to it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tracecheck.bench import END, START, bench_table, run_bench, write_block
+from tracecheck.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _entry(name: str, module: str, cfg: str, klass: str = "deep") -> dict[str, object]:
+    return {
+        "name": name,
+        "module": module,
+        "cfg": cfg,
+        "class": klass,
+        "expect": "pass",
+        "description": name,
+    }
+
+
+def test_bench_reports_ratios_and_rewrites_its_block(tmp_path: Path, specs: Path) -> None:
+    bench = tmp_path / "spec" / "bench"
+    toy = tmp_path / "spec" / "toy"
+    bench.mkdir(parents=True)
+    toy.mkdir()
+    shutil.copy(ROOT / "spec" / "bench" / "Ceiling.tla", bench)
+    (bench / "Small.cfg").write_text("CONSTANT N = 10\nINIT Init\nNEXT Next\n", "utf-8")
+    (bench / "models.json").write_text(
+        json.dumps(
+            {"protocol": "bench", "models": [_entry("Ceiling", "Ceiling.tla", "Small.cfg")]}
+        ),
+        "utf-8",
+    )
+    for path in specs.glob("Counter*"):
+        shutil.copy(path, toy)
+    (toy / "models.json").write_text(
+        json.dumps(
+            {
+                "protocol": "toy",
+                "models": [
+                    _entry("Counter", "Counter.tla", "Counter_pass.cfg"),
+                    _entry("Quick", "Counter.tla", "Counter_pass.cfg", klass="quick"),
+                ],
+            }
+        ),
+        "utf-8",
+    )
+    checks = run_bench(load_manifest(tmp_path / "spec"), workers=1)
+    assert [(c.protocol, c.entry.name) for c in checks] == [
+        ("bench", "Ceiling"),
+        ("toy", "Counter"),
+    ]
+    assert all(c.ok for c in checks)
+    table = bench_table(checks, 1)
+    ceiling_row = next(r for r in table.splitlines() if r.startswith("| bench/Ceiling"))
+    assert ceiling_row.endswith("| 1.000 |")
+    assert "| toy/Counter | success | yes | 15 | 4 |" in table
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nprose stays\n", "utf-8")
+    write_block(doc, table)
+    write_block(doc, table.replace("toy/Counter", "toy/Renamed"))
+    text = doc.read_text("utf-8")
+    assert text.count(START) == 1
+    assert text.count(END) == 1
+    assert "prose stays" in text
+    assert "toy/Renamed" in text
+    assert "toy/Counter" not in text
