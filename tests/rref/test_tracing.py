@@ -1,0 +1,86 @@
+"""The generic trace machinery: value encoding, header, sinks, reading with typed errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import TypeAdapter
+
+from protoref.errors import TraceFormatError
+from protoref.ids import GloballyUniqueId as G
+from protoref.rref.trace import EVENT_ADAPTER
+from protoref.tracing import (
+    JsonlSink,
+    MemorySink,
+    NodeClock,
+    NullSink,
+    TlaSet,
+    TraceHeader,
+    read_trace,
+    sort_key,
+    tla_set,
+)
+
+IDS: TypeAdapter[frozenset[G]] = TypeAdapter(TlaSet[G])
+
+
+def test_sets_encode_sorted_and_decode() -> None:
+    value = frozenset({G("w0", 10), G("w0", 9), G("w1", 1)})
+    encoded = IDS.dump_python(value, mode="json")
+    assert encoded == {"#set": [["w0", 9], ["w0", 10], ["w1", 1]]}
+    assert IDS.validate_python(encoded) == value
+    assert IDS.validate_json('{"#set": []}') == frozenset()
+
+
+def test_set_with_extra_keys_is_refused() -> None:
+    with pytest.raises(ValueError, match="#set"):
+        IDS.validate_python({"#set": [], "x": 1})
+
+
+def test_sort_key_orders_mixed_values() -> None:
+    values = [{"a": 1}, "b", ["w0", 2], 3, True]
+    assert sorted(values, key=sort_key) == [True, 3, "b", ["w0", 2], {"a": 1}]
+    assert tla_set(["b", "a"]) == {"#set": ["a", "b"]}
+
+
+def test_node_clock() -> None:
+    clock = NodeClock()
+    assert clock.local() == (1, 1)
+    assert clock.receive(10) == (2, 11)
+    assert clock.receive(3) == (3, 12)
+
+
+def test_null_sink_is_disabled() -> None:
+    sink = NullSink()
+    assert sink.enabled is False
+    sink.header(TraceHeader(protocol="rref", nodes=("w0",), seed=1))
+    sink.close()
+
+
+def test_header_line_and_jsonl_sink(tmp_path: Path) -> None:
+    header = TraceHeader(protocol="rref", nodes=("w0", "w1"), settings={"G1": True}, seed=5)
+    path = tmp_path / "h.ndjson"
+    with JsonlSink(path) as sink:
+        sink.header(header)
+    line = path.read_text().splitlines()[0]
+    assert TraceHeader.model_validate_json(line) == header
+    memory = MemorySink()
+    memory.header(header)
+    assert memory.lines() == [line]
+
+
+def test_read_trace_names_the_bad_line() -> None:
+    header = TraceHeader(protocol="rref", nodes=("w0",), seed=1).model_dump_json()
+    bad = (
+        '{"kind":"event","event":"NoSuchAction","node":"w0","seq":1,"lamport":1,'
+        '"args":{},"post":{}}'
+    )
+    with pytest.raises(TraceFormatError) as info:
+        read_trace([header, bad], EVENT_ADAPTER, source="t.ndjson")
+    assert info.value.line == 2
+    assert "t.ndjson:2" in str(info.value)
+    with pytest.raises(TraceFormatError, match="empty trace"):
+        read_trace([], EVENT_ADAPTER)
+    with pytest.raises(TraceFormatError, match="schema_version"):
+        read_trace([header.replace('"schema_version":1', '"schema_version":2')], EVENT_ADAPTER)
