@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,19 @@ def test_post_uses_tla_variable_names() -> None:
         "pendingChildren", "ownerHeld", "selfCalls", "tombstones", "users", "held",
         "fetching", "fetched", "deleted", "timedOut",
     }  # fmt: skip
+
+
+def _spec_constants() -> set[str]:
+    text = SPEC.read_text(encoding="utf-8")
+    block = text.split("CONSTANTS", 1)[1].split("VARIABLES", 1)[0]
+    return set(re.findall(r"^\s+([A-Z][A-Za-z0-9]*),?\s", block, flags=re.MULTILINE))
+
+
+def test_header_settings_name_the_spec_constants() -> None:
+    sink = MemorySink()
+    Simulator(1, SimConfig(), sink).run(1)
+    header = sink.records[0]
+    assert isinstance(header, TraceHeader)
+    # Workers are the header's nodes; MaxLocalId is read off the trace (the largest id drawn).
+    derived = {"Workers", "MaxLocalId"}
+    assert {k for k in header.settings if k[0].isupper()} == _spec_constants() - derived

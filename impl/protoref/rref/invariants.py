@@ -73,6 +73,13 @@ def no_premature_delete(world: World) -> str | None:
                     and not world.is_deleted(m.fork)
                 ):
                     return f"owner {r} erased on {w} while {m!r} is in flight"
+    return None
+
+
+def no_fetch_after_delete(world: World) -> str | None:
+    """R1b NoFetchAfterDeleteInv: no fetch is parked on an erased OwnerRRef (#40141)."""
+    for w, ctx in world.contexts.items():
+        for r in world.erased_owners.get(w, frozenset()) - ctx.owners:
             if any(p[0] == r for p in ctx.pending_owners):
                 return f"owner {r} erased on {w} with a fetch parked on it"
     return None
@@ -224,6 +231,7 @@ def _leftovers(ctx: RRefContext) -> str:
 #: Spec invariant name -> runtime predicate (None = holds, else what is wrong).
 INVARIANTS: dict[str, Callable[[World], str | None]] = {
     "NoPrematureDeleteInv": no_premature_delete,
+    "NoFetchAfterDeleteInv": no_fetch_after_delete,
     "ParentHeldInv": parent_held,
     "SafeDeleteInv": safe_delete,
     "DisjointMapsInv": disjoint_maps,

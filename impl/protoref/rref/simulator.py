@@ -114,6 +114,7 @@ class Simulator:
             "SelfRemote": c.self_remote,
             "Duplicates": c.duplicates,
             "Timeouts": c.timeouts,
+            "RemoteDsts": tla_set(list(self.workers)),
             "G1": True,
             "G2Workers": tla_set(list(self.workers)),
             "Shutdown": False,
