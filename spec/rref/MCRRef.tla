@@ -1,0 +1,50 @@
+------------------------------- MODULE MCRRef -------------------------------
+(***************************************************************************)
+(* Finite instances of RRef for TLC: worker model values, id bounds,       *)
+(* communication patterns, symmetry, and the reachability witness for the  *)
+(* design note's "as if it never existed" argument.  The MCRRef_*.cfg      *)
+(* files pick one of these per model.                                      *)
+(***************************************************************************)
+EXTENDS RRef, TLC
+
+CONSTANTS w1, w2, w3, w4   \* worker model values
+
+\* Id budgets: one rpc.remote draws 2 ids (RRefId, ForkId), each fork 1.
+Ids2 == [w \in Workers |-> 2]
+Ids3 == [w \in Workers |-> 3]
+Ids4 == [w \in Workers |-> 4]
+\* Asymmetric budget: w1 can create an RRef and fork it; the others fork.
+IdsLead3 == [w \in Workers |-> IF w = w1 THEN 3 ELSE 1]
+IdsQuick == [w \in Workers |-> IF w = w1 THEN 3 ELSE 0]
+IdsLead3Two == [w \in Workers |-> IF w = w1 THEN 3 ELSE 2]
+
+\* One rpc.remote (or a local RRef and a fork) on w1 only.
+IdsOne2 == [w \in Workers |-> IF w = w1 THEN 2 ELSE 0]
+\* One rpc.remote and two forks on w1 only.
+IdsFour1 == [w \in Workers |-> IF w = w1 THEN 4 ELSE 0]
+\* The chain: the owner w1 creates and forks once, A and Y fork once each.
+IdsChain == [w \in Workers |-> IF w \in {w1} THEN 2 ELSE IF w \in {w2, w3} THEN 1 ELSE 0]
+
+AllLinks == {p \in Workers \X Workers : p[1] # p[2]}
+NoLinks == {}
+\* The design note's chain OwnerRRef -> A -> Y -> Z with owner w1,
+\* A = w2, Y = w3, Z = w4: each worker only talks to the next one.
+ChainLinks == {<<w1, w2>>, <<w2, w3>>, <<w3, w4>>}
+\* user-to-user sharing only: w2 creates on owner w1 and shares with w3.
+UserToUserLinks == {<<w2, w1>>, <<w2, w3>>}
+\* user-to-owner sharing (S1/S2) plus user-to-user.
+UserLinks == {<<w2, w1>>, <<w2, w3>>, <<w3, w1>>}
+
+\* Worker permutations.  Sound for safety when the constants are symmetric
+\* (uniform id budget, AllLinks); never used with liveness.
+Sym == Permutations(Workers)
+
+(* Reachability witness.  "No fork of r has been registered and deleted at *)
+(* the owner while r's rpc.remote call is still in flight": violated      *)
+(* exactly when the owner has seen a UserRRef come and go before the       *)
+(* OwnerRRef's data exists -- the design note's "as if it never existed".  *)
+NeverExistedNotReachedInv ==
+    \A w \in Workers : \A e \in removedForks[w] :
+        ~\E m \in net : m.type = "PYTHON_REMOTE_CALL" /\ m.rref = e[1] /\ m.dst = w
+
+=============================================================================

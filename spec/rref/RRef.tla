@@ -1,0 +1,864 @@
+-------------------------------- MODULE RRef --------------------------------
+(***************************************************************************)
+(* The lifecycle of PyTorch's remote references (torch.distributed.rpc     *)
+(* RRef), modelled at the level of the RRefContext singleton of each       *)
+(* worker.                                                                 *)
+(*                                                                         *)
+(* What is modelled                                                        *)
+(*  - Workers, each with an id counter (nextLocalId_) from which RRefIds   *)
+(*    and ForkIds are drawn as <<worker, counter>> pairs.                  *)
+(*  - The per-worker maps of RRefContext: owners_, pendingOwners_ (with    *)
+(*    the fetches parked on it), forks_, pendingUsers_, confirmedUsers_,   *)
+(*    pendingChildren_; the UserRRef objects and what keeps them alive     *)
+(*    (an application reference, a pending-user or pending-child entry,   *)
+(*    a to_here in progress); the OwnerRRefs held by application code.     *)
+(*  - An unordered network (a set of message records).  Retried control    *)
+(*    messages (RREF_FORK_REQUEST, RREF_CHILD_ACCEPT, RREF_USER_DELETE)    *)
+(*    are delivered at least once: with Duplicates a second copy may be    *)
+(*    delivered at any later time (RetrySend).  User calls                 *)
+(*    (PYTHON_REMOTE_CALL, PYTHON_RREF_FETCH_CALL, a PYTHON_CALL carrying  *)
+(*    an RRef argument or return value) and their responses are delivered *)
+(*    at most once and never retried.                                      *)
+(*  - rpc.remote() to another worker and to self, rpc.RRef(obj), to_here, *)
+(*    sharing an RRef in all four scenarios of the design note, the fork   *)
+(*    request and its RREF_ACK, the child accept, the application dropping *)
+(*    a reference, the UserRRef destructor (G1), OwnerRRef deletion, the   *)
+(*    timeouts of rpc.remote and to_here (with late processing), and the   *)
+(*    graceful-shutdown sweep (constant Shutdown).                         *)
+(*                                                                         *)
+(* Two variants, selected by the constant Variant:                         *)
+(*  - "PyTorch": what PyTorch 2.13 does (no tombstones, timeouts with late *)
+(*    processing, fetches after delete park in pendingOwners_, the owner   *)
+(*    creates an empty OwnerRRef when it unpickles its own RRef, self-     *)
+(*    remote timeouts delete the self fork).                               *)
+(*  - "Reference": the protocol our implementation follows; every          *)
+(*    difference is marked IF Reference and justified in docs/rref.md by   *)
+(*    a counterexample of the PyTorch variant.                             *)
+(* Ablations: G1 = FALSE drops the USER_DELETE of a destroyed UserRRef;   *)
+(* workers outside G2Workers do not keep a parent alive until its child   *)
+(* is accepted.                                                            *)
+(*                                                                         *)
+(* What is abstracted away                                                 *)
+(*  - Values, types, the UDFs themselves (a received RRef is simply held   *)
+(*    by application code), TorchScript, profiling and autograd wrappers.  *)
+(*  - Request/response pairing of user RPCs: PYTHON_CALL stands for any    *)
+(*    user message that pickles an RRef (argument or return value); the    *)
+(*    gating of UDFs on pending users (#34497) is not modelled, which only *)
+(*    adds behaviours (return values are never gated in PyTorch).          *)
+(*  - Thread scheduling: each handler runs atomically under the context    *)
+(*    mutex; callbacks are separate steps.                                 *)
+(*  - Real time: a timeout may fire at any moment while its future is      *)
+(*    incomplete.  Retry exhaustion, crashes and lost messages are out of  *)
+(*    scope (the design note's assumptions).                               *)
+(*  - Each UserRRef calls to_here at most once and each control message   *)
+(*    is duplicated at most once, so every behaviour is finite; this keeps *)
+(*    the liveness properties checkable under one weak-fairness condition. *)
+(***************************************************************************)
+EXTENDS Integers, FiniteSets
+
+CONSTANTS
+    Workers,      \* the RPC workers, each with one RRefContext
+    MaxLocalId,   \* [Workers -> Nat]: bound of each worker's nextLocalId_
+    Variant,      \* "PyTorch" | "Reference"
+    Links,        \* pairs <<src, dst>>, src # dst, over which applications
+                  \* call rpc.remote and send RRefs in user RPCs
+    RemoteDsts,   \* workers that rpc.remote may target (a model bound)
+    SelfRemote,   \* BOOLEAN: rpc.remote(self) is used
+    Duplicates,   \* BOOLEAN: retried control messages may arrive twice
+    Timeouts,     \* BOOLEAN: rpc.remote and to_here may time out
+    G1,           \* BOOLEAN: a destroyed UserRRef sends RREF_USER_DELETE
+    G2Workers,    \* workers that keep a parent UserRRef until its child is accepted
+    Shutdown      \* BOOLEAN: the graceful shutdown (rpc.shutdown) is modelled
+
+VARIABLES
+    nextId,          \* [Workers -> Nat]: RRefContext::nextLocalId_
+    owners,          \* [Workers -> SUBSET Id]: keys of owners_
+    pendingOwners,   \* [Workers -> SUBSET (Id \X Id \X Workers)]: parked fetches
+                     \* <<rrefId, forkId of the fetching UserRRef, its worker>>;
+                     \* the keys of pendingOwners_ are their first components
+    forks,           \* [Workers -> SUBSET (Id \X Id)]: forks_ as pairs <<rrefId, forkId>>
+    pendingUsers,    \* [Workers -> SUBSET Id]: keys (ForkIds) of pendingUsers_
+    confirmedUsers,  \* [Workers -> SUBSET Id]: keys of confirmedUsers_
+    pendingChildren, \* [Workers -> SUBSET (Id \X Id)]: <<child ForkId, parent ForkId>>
+    ownerHeld,       \* [Workers -> SUBSET Id]: OwnerRRefs held by application code
+    selfCalls,       \* [Workers -> SUBSET Id]: self-remote creation futures not yet completed
+    tombstones,      \* [Workers -> SUBSET (Id \X Id)]: Reference only: forks whose
+                     \* RREF_USER_DELETE the owner has processed
+    users,           \* set of [fork, rref, owner, on, parent]: every UserRRef created
+    held,            \* SUBSET Id: UserRRefs (by ForkId) that application code holds
+    fetching,        \* SUBSET Id: UserRRefs with a fetch (to_here) outstanding
+    fetched,         \* SUBSET Id: UserRRefs that have called to_here (once each)
+    deleted,         \* SUBSET Id: UserRRefs destroyed / deletedOnOwner_ set
+    timedOut,        \* SUBSET Id: UserRRefs whose rpc.remote timed out (timedOut_)
+    net,             \* set of message records in flight
+    phase,           \* [Workers -> {"running", "swept", "destroyed"}]: shutdown progress
+    stopping,        \* BOOLEAN: _wait_all_workers has passed; no new user calls
+    removedForks,    \* history: [Workers -> SUBSET (Id \X Id)] forks removed from forks_
+    erasedOwners     \* history: [Workers -> SUBSET Id] owners erased from owners_
+
+vars == <<nextId, owners, pendingOwners, forks, pendingUsers, confirmedUsers,
+          pendingChildren, ownerHeld, selfCalls, tombstones, users, held,
+          fetching, fetched, deleted, timedOut, net, phase, stopping,
+          removedForks, erasedOwners>>
+
+-----------------------------------------------------------------------------
+(* Identifiers and messages                                                 *)
+
+Id == UNION {{<<w, n>> : n \in 1..MaxLocalId[w]} : w \in Workers}  \* GloballyUniqueId
+NoId == <<>>                 \* "no parent": the root UserRRef of rpc.remote
+Reference == Variant = "Reference"
+
+MsgTypes == {"PYTHON_REMOTE_CALL", "REMOTE_RET", "PYTHON_RREF_FETCH_CALL",
+             "PYTHON_RREF_FETCH_RET", "PYTHON_CALL", "RREF_FORK_REQUEST",
+             "RREF_ACK", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"}
+Retried == {"RREF_FORK_REQUEST", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"}
+
+\* One record shape for every message.  owner is the RRef's owner; parent is
+\* the ForkId of the parent RRef for PYTHON_CALL (the RRefId when the owner
+\* is the parent) and NoId otherwise: PyTorch's RRefForkData carries only the
+\* parent's worker (= src), the parent ForkId is history used by ForkTreeInv.
+\* dup: 0 = first attempt, 1 = first attempt already retried, 2 = the retry's
+\* copy (at most one copy per message keeps behaviours finite).
+Msg(t, s, d, r, o, f, p) ==
+    [type |-> t, src |-> s, dst |-> d, rref |-> r, owner |-> o, fork |-> f,
+     parent |-> p, dup |-> 0]
+
+InFlight(t, d, r, f) ==
+    {m \in net : m.type = t /\ m.dst = d /\ m.rref = r /\ m.fork = f}
+
+UserOn(w, f) == {u \in users : u.fork = f /\ u.on = w}
+UserOf(f) == CHOOSE u \in users : u.fork = f
+
+\* A UserRRef object is alive while something holds a strong reference:
+\* application code, pendingUsers_, a pendingChildren_ entry (G2), or a
+\* to_here in progress.
+Referenced(w, f) ==
+    \/ f \in held
+    \/ f \in pendingUsers[w]
+    \/ \E e \in pendingChildren[w] : e[2] = f
+    \/ f \in fetching
+
+Running(w) == phase[w] = "running"
+AppCanAct(w) == ~stopping /\ Running(w)
+
+-----------------------------------------------------------------------------
+(* Owner-side helper: RRefContext::delForkOfOwner(r, f), run inside a       *)
+(* handler.  A missing fork is only logged; the OwnerRRef is erased when    *)
+(* its last fork goes.                                                      *)
+DelForkLocally(w, r, f) ==
+    LET present == <<r, f>> \in forks[w]
+        rest    == forks[w] \ {<<r, f>>}
+        last    == present /\ ~\E e \in rest : e[1] = r
+    IN /\ forks' = [forks EXCEPT ![w] = rest]
+       /\ removedForks' = IF present
+                            THEN [removedForks EXCEPT ![w] = @ \cup {<<r, f>>}]
+                            ELSE removedForks
+       /\ owners' = IF last THEN [owners EXCEPT ![w] = @ \ {r}] ELSE owners
+       /\ erasedOwners' = IF last /\ r \in owners[w]
+                            THEN [erasedOwners EXCEPT ![w] = @ \cup {r}]
+                            ELSE erasedOwners
+
+\* Replies to every fetch of r parked on w (pendingOwners_ future completed).
+ParkedFetches(w, r) == {p \in pendingOwners[w] : p[1] = r}
+FetchReplies(w, r) ==
+    {Msg("PYTHON_RREF_FETCH_RET", w, p[3], r, w, p[2], NoId) : p \in ParkedFetches(w, r)}
+
+-----------------------------------------------------------------------------
+(* Initial state                                                            *)
+
+Init ==
+    /\ nextId = [w \in Workers |-> 1]
+    /\ owners = [w \in Workers |-> {}]
+    /\ pendingOwners = [w \in Workers |-> {}]
+    /\ forks = [w \in Workers |-> {}]
+    /\ pendingUsers = [w \in Workers |-> {}]
+    /\ confirmedUsers = [w \in Workers |-> {}]
+    /\ pendingChildren = [w \in Workers |-> {}]
+    /\ ownerHeld = [w \in Workers |-> {}]
+    /\ selfCalls = [w \in Workers |-> {}]
+    /\ tombstones = [w \in Workers |-> {}]
+    /\ users = {}
+    /\ held = {}
+    /\ fetching = {}
+    /\ fetched = {}
+    /\ deleted = {}
+    /\ timedOut = {}
+    /\ net = {}
+    /\ phase = [w \in Workers |-> "running"]
+    /\ stopping = FALSE
+    /\ removedForks = [w \in Workers |-> {}]
+    /\ erasedOwners = [w \in Workers |-> {}]
+
+-----------------------------------------------------------------------------
+(* Application actions (no fairness: the application may never act)         *)
+
+(* rpc.RRef(obj) on w: RRefContext::createOwnerRRef.  The OwnerRRef is not  *)
+(* put into owners_ until it is first forked (so an unshared local RRef     *)
+(* never leaks).                                                            *)
+CreateLocalRRef(w) ==
+    /\ AppCanAct(w)
+    /\ nextId[w] <= MaxLocalId[w]
+    /\ nextId' = [nextId EXCEPT ![w] = @ + 1]
+    /\ ownerHeld' = [ownerHeld EXCEPT ![w] = @ \cup {<<w, nextId[w]>>}]
+    /\ UNCHANGED <<owners, pendingOwners, forks, pendingUsers, confirmedUsers,
+                   pendingChildren, selfCalls, tombstones, users, held, fetching,
+                   fetched, deleted, timedOut, net, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* rpc.remote(dst, f) on w (api.py remote -> pyRemotePythonUdf).            *)
+(* dst # w: a UserRRef with a fresh RRefId then a fresh ForkId; send        *)
+(* PYTHON_REMOTE_CALL(r, f); addPendingUser(f) keeps the UserRRef alive     *)
+(* until REMOTE_RET (G2: the OwnerRRef is the child of the creator).        *)
+(* dst = w: createOwnerRRef + addSelfAsFork (owners_[r], forks_[r] = {r}),  *)
+(* send PYTHON_REMOTE_CALL(r, r) to self; the caller gets the OwnerRRef.    *)
+Remote(w, dst) ==
+    /\ AppCanAct(w)
+    /\ \/ <<w, dst>> \in Links /\ dst \in RemoteDsts
+       \/ SelfRemote /\ dst = w
+    /\ LET r == <<w, nextId[w]>>
+       IN IF dst # w
+          THEN LET f == <<w, nextId[w] + 1>>
+               IN /\ nextId[w] + 1 <= MaxLocalId[w]
+                  /\ nextId' = [nextId EXCEPT ![w] = @ + 2]
+                  /\ users' = users \cup {[fork |-> f, rref |-> r, owner |-> dst,
+                                           on |-> w, parent |-> NoId]}
+                  /\ held' = held \cup {f}
+                  /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \cup {f}]
+                  /\ net' = net \cup {Msg("PYTHON_REMOTE_CALL", w, dst, r, dst, f, NoId)}
+                  /\ UNCHANGED <<owners, forks, ownerHeld, selfCalls>>
+          ELSE /\ nextId[w] <= MaxLocalId[w]
+               /\ nextId' = [nextId EXCEPT ![w] = @ + 1]
+               /\ owners' = [owners EXCEPT ![w] = @ \cup {r}]
+               /\ forks' = [forks EXCEPT ![w] = @ \cup {<<r, r>>}]
+               /\ ownerHeld' = [ownerHeld EXCEPT ![w] = @ \cup {r}]
+               /\ selfCalls' = [selfCalls EXCEPT ![w] = @ \cup {r}]
+               /\ net' = net \cup {Msg("PYTHON_REMOTE_CALL", w, w, r, w, r, NoId)}
+               /\ UNCHANGED <<users, held, pendingUsers>>
+    /\ UNCHANGED <<pendingOwners, confirmedUsers, pendingChildren, tombstones,
+                   fetching, fetched, deleted, timedOut, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* Pickling an RRef into a user RPC to dst (an argument of rpc_sync/        *)
+(* rpc_async, or a return value): RRefContext::prepareChildFork.  A fresh    *)
+(* child ForkId c is drawn on the sender.  parent = r means the sender is    *)
+(* the owner (its OwnerRRef is the parent): addForkOfOwner(r, c) and         *)
+(* owners_[r] are registered at once ("Early Fork Registration").           *)
+(* Otherwise parent is the sender's UserRRef: addPendingChild(c, parent)     *)
+(* keeps the parent alive until RREF_CHILD_ACCEPT (G2).  A timed-out or      *)
+(* deleted UserRRef cannot be forked (fork() raises).                       *)
+PrepareChildFork(w, dst, r, parent) ==
+    /\ AppCanAct(w)
+    /\ <<w, dst>> \in Links
+    /\ nextId[w] <= MaxLocalId[w]
+    /\ LET c == <<w, nextId[w]>>
+       IN IF parent = r
+          THEN /\ r \in ownerHeld[w] \cup owners[w]
+               /\ forks' = [forks EXCEPT ![w] = @ \cup {<<r, c>>}]
+               /\ owners' = [owners EXCEPT ![w] = @ \cup {r}]
+               /\ net' = net \cup {Msg("PYTHON_CALL", w, dst, r, w, c, r)}
+               /\ UNCHANGED pendingChildren
+          ELSE \E u \in UserOn(w, parent) :
+               /\ u.rref = r
+               /\ parent \in held
+               /\ parent \notin timedOut \cup deleted
+               /\ pendingChildren' =
+                    IF w \in G2Workers
+                      THEN [pendingChildren EXCEPT ![w] = @ \cup {<<c, parent>>}]
+                      ELSE pendingChildren
+               /\ net' = net \cup {Msg("PYTHON_CALL", w, dst, r, u.owner, c, parent)}
+               /\ UNCHANGED <<forks, owners>>
+    /\ nextId' = [nextId EXCEPT ![w] = @ + 1]
+    /\ UNCHANGED <<pendingOwners, pendingUsers, confirmedUsers, ownerHeld,
+                   selfCalls, tombstones, users, held, fetching, fetched,
+                   deleted, timedOut, phase, stopping, removedForks, erasedOwners>>
+
+(* UserRRef.to_here() on a user: send PYTHON_RREF_FETCH_CALL(r) to the      *)
+(* owner; the call keeps the UserRRef alive while it runs (#28885/#29306).  *)
+(* Raises if the RRef timed out or was deleted.                             *)
+ToHere(w, f) ==
+    /\ AppCanAct(w)
+    /\ \E u \in UserOn(w, f) :
+        /\ f \in held
+        /\ f \notin fetched \cup timedOut \cup deleted
+        /\ fetching' = fetching \cup {f}
+        /\ fetched' = fetched \cup {f}
+        /\ net' = net \cup {Msg("PYTHON_RREF_FETCH_CALL", w, u.owner, u.rref, u.owner, f, NoId)}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, held, deleted, timedOut, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* Python drops its last reference to a UserRRef (garbage collection).      *)
+DropRRef(w, f) ==
+    /\ UserOn(w, f) # {}
+    /\ f \in held
+    /\ held' = held \ {f}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, fetching, fetched, deleted, timedOut,
+                   net, phase, stopping, removedForks, erasedOwners>>
+
+(* Python drops an OwnerRRef it holds.  Deletion from owners_ never depends *)
+(* on this; the object merely stops being forkable from application code.  *)
+DropOwnerRRef(w, r) ==
+    /\ r \in ownerHeld[w]
+    /\ ownerHeld' = [ownerHeld EXCEPT ![w] = @ \ {r}]
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, selfCalls, tombstones,
+                   users, held, fetching, fetched, deleted, timedOut, net,
+                   phase, stopping, removedForks, erasedOwners>>
+
+-----------------------------------------------------------------------------
+(* Environment faults (no fairness)                                         *)
+
+(* sendWithRetries re-sends a control message whose first attempt has not  *)
+(* been acknowledged; the first attempt may still be processed, so a copy   *)
+(* can arrive at any later time (at-least-once delivery).                   *)
+RetrySend(m) ==
+    /\ Duplicates
+    /\ m \in net
+    /\ m.type \in Retried
+    /\ m.dup = 0
+    /\ net' = (net \ {m}) \cup {[m EXCEPT !.dup = 1], [m EXCEPT !.dup = 2]}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, held, fetching, fetched, deleted,
+                   timedOut, phase, stopping, removedForks, erasedOwners>>
+
+(* The future of rpc.remote(timeout=...) fails with TIMEOUT while the call  *)
+(* may still be processed later.  f # r: confirmPendingUser's error path   *)
+(* marks the UserRRef timed out and still moves it to confirmedUsers_, so  *)
+(* it becomes deletable.  f = r (self remote): finishCreatingOwnerRRef's    *)
+(* error path; PyTorch then calls delForkOfOwner(r, r), which may erase    *)
+(* the OwnerRRef before the delayed call runs (#71029, #73294); the        *)
+(* Reference keeps the self fork until the call has been processed.        *)
+TimeOutRemote(w, r, f) ==
+    /\ Timeouts
+    /\ IF f # r
+       THEN \E u \in UserOn(w, f) :
+            /\ u.rref = r /\ u.parent = NoId
+            /\ f \in pendingUsers[w]
+            /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \ {f}]
+            /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {f}]
+            /\ timedOut' = timedOut \cup {f}
+            /\ UNCHANGED <<selfCalls, forks, owners, removedForks, erasedOwners>>
+       ELSE /\ r \in selfCalls[w]
+            /\ selfCalls' = [selfCalls EXCEPT ![w] = @ \ {r}]
+            /\ IF Reference
+                 THEN UNCHANGED <<forks, owners, removedForks, erasedOwners>>
+                 ELSE DelForkLocally(w, r, r)
+            /\ UNCHANGED <<pendingUsers, confirmedUsers, timedOut>>
+    /\ UNCHANGED <<nextId, pendingOwners, pendingChildren, ownerHeld,
+                   tombstones, users, held, fetching, fetched, deleted, net,
+                   phase, stopping>>
+
+(* to_here(timeout=...) raises TIMEOUT; the FETCH may still be processed.   *)
+(* PyTorch: the call returns, so the UserRRef is no longer kept alive by it *)
+(* and may be deleted before the owner sees the fetch (#40141).  Reference: *)
+(* the UserRRef stays pinned until the reply arrives, which changes no      *)
+(* protocol state, so the step exists only in the PyTorch variant.          *)
+TimeOutToHere(w, f) ==
+    /\ Timeouts
+    /\ ~Reference
+    /\ UserOn(w, f) # {}
+    /\ f \in fetching
+    /\ fetching' = fetching \ {f}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, held, fetched, deleted, timedOut, net,
+                   phase, stopping, removedForks, erasedOwners>>
+
+-----------------------------------------------------------------------------
+(* Protocol steps (weakly fair): message handlers and callbacks             *)
+
+(* The UserRRef's refcount reaches zero: UserRRef::tryDel -> delUser.       *)
+(* G1: send RREF_USER_DELETE(r, f) to the owner (with retries), unless the  *)
+(* context is destroyed; set deletedOnOwner_; erase confirmedUsers_[f].    *)
+DelUser(w, f) ==
+    /\ \E u \in UserOn(w, f) :
+        /\ f \notin deleted
+        /\ ~Referenced(w, f)
+        /\ deleted' = deleted \cup {f}
+        /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \ {f}]
+        /\ net' = IF G1 /\ phase[w] # "destroyed"
+                    THEN net \cup {Msg("RREF_USER_DELETE", w, u.owner, u.rref, u.owner, f, NoId)}
+                    ELSE net
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   pendingChildren, ownerHeld, selfCalls, tombstones, users,
+                   held, fetching, fetched, timedOut, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* Owner w processes PYTHON_REMOTE_CALL(r, f): the UDF runs, then          *)
+(* assignOwnerRRef, then REMOTE_RET is sent.                                *)
+(* f = r (self remote): getOwnerRRef(r, forceCreated=true) asserts that    *)
+(* owners_[r] exists (SelfRemoteOwnerInv); if it does not, the call fails  *)
+(* and its error reply is dropped by the already failed future.  The       *)
+(* Reference removes the self fork here, after the value is set.           *)
+(* f # r: getOrCreateOwnerRRef (completing parked fetches) and              *)
+(* addForkOfOwner(r, f).  The Reference does not register a creator fork   *)
+(* whose RREF_USER_DELETE was already processed (tombstone; #41217) and    *)
+(* creates the OwnerRRef only if someone can still use it.                 *)
+AssignOwnerRRef(w, r, f) ==
+    \E m \in InFlight("PYTHON_REMOTE_CALL", w, r, f) :
+    /\ IF f = r
+       THEN IF r \in owners[w]
+            THEN /\ net' = (net \ {m}) \cup {Msg("REMOTE_RET", w, w, r, w, r, NoId)}
+                 /\ IF Reference
+                      THEN DelForkLocally(w, r, r)
+                      ELSE UNCHANGED <<forks, owners, removedForks, erasedOwners>>
+            ELSE /\ net' = net \ {m}
+                 /\ UNCHANGED <<forks, owners, removedForks, erasedOwners>>
+       ELSE LET stale == Reference /\ <<r, f>> \in tombstones[w]
+                needed == \/ ~stale
+                          \/ \E e \in forks[w] : e[1] = r
+            IN /\ owners' = IF needed THEN [owners EXCEPT ![w] = @ \cup {r}] ELSE owners
+               /\ forks' = IF stale THEN forks ELSE [forks EXCEPT ![w] = @ \cup {<<r, f>>}]
+               /\ net' = (net \ {m}) \cup FetchReplies(w, r)
+                          \cup {Msg("REMOTE_RET", w, m.src, r, w, f, NoId)}
+               /\ UNCHANGED <<removedForks, erasedOwners>>
+    /\ pendingOwners' = IF f = r THEN pendingOwners
+                        ELSE [pendingOwners EXCEPT ![w] = @ \ ParkedFetches(w, r)]
+    /\ UNCHANGED <<nextId, pendingUsers, confirmedUsers, pendingChildren,
+                   ownerHeld, selfCalls, tombstones, users, held, fetching,
+                   fetched, deleted, timedOut, phase, stopping>>
+
+(* Creator w processes REMOTE_RET(r, f), f # r: confirmPendingUser ->      *)
+(* delPendingUser(f) moves the UserRRef to confirmedUsers_.  A late reply  *)
+(* (the future already timed out) is dropped.                              *)
+ConfirmPendingUser(w, r, f) ==
+    /\ f # r
+    /\ \E m \in InFlight("REMOTE_RET", w, r, f) :
+        /\ net' = net \ {m}
+        /\ IF f \in pendingUsers[w]
+             THEN /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \ {f}]
+                  /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {f}]
+             ELSE UNCHANGED <<pendingUsers, confirmedUsers>>
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingChildren,
+                   ownerHeld, selfCalls, tombstones, users, held, fetching,
+                   fetched, deleted, timedOut, phase, stopping, removedForks,
+                   erasedOwners>>
+
+(* Self-remote caller w processes REMOTE_RET(r, r): finishCreatingOwnerRRef *)
+(* -> delForkOfOwner(r, r) (PyTorch).  The Reference already removed the    *)
+(* self fork when the call was processed.  A late reply is dropped.         *)
+FinishCreatingOwnerRRef(w, r) ==
+    /\ \E m \in InFlight("REMOTE_RET", w, r, r) :
+        /\ net' = net \ {m}
+        /\ IF r \in selfCalls[w]
+             THEN /\ selfCalls' = [selfCalls EXCEPT ![w] = @ \ {r}]
+                  /\ IF Reference
+                       THEN UNCHANGED <<forks, owners, removedForks, erasedOwners>>
+                       ELSE DelForkLocally(w, r, r)
+             ELSE UNCHANGED <<selfCalls, forks, owners, removedForks, erasedOwners>>
+    /\ UNCHANGED <<nextId, pendingOwners, pendingUsers, confirmedUsers,
+                   pendingChildren, ownerHeld, tombstones, users, held,
+                   fetching, fetched, deleted, timedOut, phase, stopping>>
+
+(* Owner w processes PYTHON_RREF_FETCH_CALL(r) from UserRRef f:            *)
+(* retrieveOwnerRRef -> getOwnerRRef(r).  If owners_[r] exists the value is *)
+(* returned (PYTHON_RREF_FETCH_RET); otherwise the fetch parks on           *)
+(* pendingOwners_[r] until getOrCreateOwnerRRef(r) runs, possibly never     *)
+(* (#40141, FetchAnsweredProp).                                             *)
+RetrieveOwnerRRef(w, r, f) ==
+    /\ \E m \in InFlight("PYTHON_RREF_FETCH_CALL", w, r, f) :
+        IF r \in owners[w]
+          THEN /\ net' = (net \ {m}) \cup {Msg("PYTHON_RREF_FETCH_RET", w, m.src, r, w, f, NoId)}
+               /\ UNCHANGED pendingOwners
+          ELSE /\ net' = net \ {m}
+               /\ pendingOwners' = [pendingOwners EXCEPT ![w] = @ \cup {<<r, f, m.src>>}]
+    /\ UNCHANGED <<nextId, owners, forks, pendingUsers, confirmedUsers,
+                   pendingChildren, ownerHeld, selfCalls, tombstones, users,
+                   held, fetching, fetched, deleted, timedOut, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* User w receives the value: the to_here future completes (a late reply   *)
+(* after a timeout is dropped).                                             *)
+ReceiveFetchRet(w, r, f) ==
+    /\ \E m \in InFlight("PYTHON_RREF_FETCH_RET", w, r, f) :
+        /\ net' = net \ {m}
+        /\ fetching' = fetching \ {f}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, held, fetched, deleted, timedOut, phase,
+                   stopping, removedForks, erasedOwners>>
+
+(* Worker w unpickles an RRef (r, child ForkId c) from a user RPC:         *)
+(* getOrCreateRRef + notifyOwnerAndParentOfFork.                            *)
+(*  - w is the owner (user -> owner): PyTorch getOrCreateOwnerRRef creates  *)
+(*    an empty OwnerRRef in owners_ if absent and completes the fetches    *)
+(*    parked on it (they then wait for its value, abstracted here); the    *)
+(*    Reference leaves owners_ alone (the UDF waits like a fetch); send    *)
+(*    RREF_CHILD_ACCEPT(c) to the parent.                                  *)
+(*    c is never added to forks_ ("Useful Phantom Fork ID").               *)
+(*  - the parent is the owner (owner -> user): addConfirmedUser(c).        *)
+(*  - otherwise (user -> user): send RREF_FORK_REQUEST(r, c) to the owner  *)
+(*    and addPendingUser(c).                                                *)
+GetOrCreateRRef(w, r, c) ==
+    /\ \E m \in InFlight("PYTHON_CALL", w, r, c) :
+        IF m.owner = w
+        THEN /\ owners' = IF Reference THEN owners
+                          ELSE [owners EXCEPT ![w] = @ \cup {r}]
+             /\ pendingOwners' = IF Reference THEN pendingOwners
+                                 ELSE [pendingOwners EXCEPT ![w] = @ \ ParkedFetches(w, r)]
+             /\ net' = (net \ {m}) \cup
+                       {Msg("RREF_CHILD_ACCEPT", w, m.src, r, w, c, NoId)} \cup
+                       (IF Reference THEN {} ELSE FetchReplies(w, r))
+             /\ UNCHANGED <<users, held, pendingUsers, confirmedUsers>>
+        ELSE /\ users' = users \cup {[fork |-> c, rref |-> r, owner |-> m.owner,
+                                      on |-> w, parent |-> m.parent]}
+             /\ held' = held \cup {c}
+             /\ IF m.src = m.owner
+                  THEN /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {c}]
+                       /\ net' = net \ {m}
+                       /\ UNCHANGED pendingUsers
+                  ELSE /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \cup {c}]
+                       /\ net' = (net \ {m}) \cup
+                            {Msg("RREF_FORK_REQUEST", w, m.owner, r, m.owner, c, NoId)}
+                       /\ UNCHANGED confirmedUsers
+             /\ UNCHANGED <<owners, pendingOwners>>
+    /\ UNCHANGED <<nextId, forks, pendingChildren, ownerHeld,
+                   selfCalls, tombstones, fetching, fetched, deleted, timedOut,
+                   phase, stopping, removedForks, erasedOwners>>
+
+(* Owner w processes RREF_FORK_REQUEST(r, c): addForkOfOwnerIfNotPresent,  *)
+(* then RREF_ACK.  It does not require owners_[r] to exist.  PyTorch keeps *)
+(* no tombstones, so a late duplicate re-inserts a deleted fork (#26759);   *)
+(* the Reference ignores a fork it has a tombstone for.                     *)
+AddForkOfOwnerIfNotPresent(w, r, c) ==
+    /\ \E m \in InFlight("RREF_FORK_REQUEST", w, r, c) :
+        /\ forks' = IF Reference /\ <<r, c>> \in tombstones[w]
+                      THEN forks
+                      ELSE [forks EXCEPT ![w] = @ \cup {<<r, c>>}]
+        /\ net' = (net \ {m}) \cup {[Msg("RREF_ACK", w, m.src, r, w, c, NoId)
+                                       EXCEPT !.dup = IF m.dup = 2 THEN 2 ELSE 0]}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, pendingUsers, confirmedUsers,
+                   pendingChildren, ownerHeld, selfCalls, tombstones, users,
+                   held, fetching, fetched, deleted, timedOut, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* Child w processes the RREF_ACK of its fork request: finishForkRequest   *)
+(* -> delPendingUser(c) (confirmed), then send RREF_CHILD_ACCEPT(c) to the *)
+(* parent's worker, which is c's createdOn.  Later acks are dropped.       *)
+FinishForkRequest(w, r, c) ==
+    /\ \E m \in InFlight("RREF_ACK", w, r, c) :
+        IF c \in pendingUsers[w]
+          THEN /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \ {c}]
+               /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {c}]
+               /\ net' = (net \ {m}) \cup
+                         {Msg("RREF_CHILD_ACCEPT", w, c[1], r, m.src, c, NoId)}
+          ELSE /\ net' = net \ {m}
+               /\ UNCHANGED <<pendingUsers, confirmedUsers>>
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingChildren,
+                   ownerHeld, selfCalls, tombstones, users, held, fetching,
+                   fetched, deleted, timedOut, phase, stopping, removedForks,
+                   erasedOwners>>
+
+(* Parent w processes RREF_CHILD_ACCEPT(c): delPendingChild(c) drops the   *)
+(* strong reference to the parent (idempotent).                             *)
+DelPendingChild(w, r, c) ==
+    /\ \E m \in InFlight("RREF_CHILD_ACCEPT", w, r, c) :
+        /\ net' = net \ {m}
+        /\ pendingChildren' = [pendingChildren EXCEPT ![w] = {e \in @ : e[1] # c}]
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, ownerHeld, selfCalls, tombstones, users,
+                   held, fetching, fetched, deleted, timedOut, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* Owner w processes RREF_USER_DELETE(r, f): delForkOfOwner(r, f), which   *)
+(* tolerates unknown ids and erases owners_[r] with the last fork.  The    *)
+(* Reference also records a tombstone for (r, f).                           *)
+DelForkOfOwner(w, r, f) ==
+    /\ \E m \in InFlight("RREF_USER_DELETE", w, r, f) :
+        /\ net' = net \ {m}
+        /\ DelForkLocally(w, r, f)
+        /\ tombstones' = IF Reference
+                           THEN [tombstones EXCEPT ![w] = @ \cup {<<r, f>>}]
+                           ELSE tombstones
+    /\ UNCHANGED <<nextId, pendingOwners, pendingUsers, confirmedUsers,
+                   pendingChildren, ownerHeld, selfCalls, users, held,
+                   fetching, fetched, deleted, timedOut, phase, stopping>>
+
+-----------------------------------------------------------------------------
+(* Graceful shutdown (rpc.shutdown(graceful=True)), enabled by Shutdown     *)
+
+(* _wait_all_workers: the barrier after which no user calls are issued.    *)
+WaitAllWorkers ==
+    /\ Shutdown
+    /\ ~stopping
+    /\ stopping' = TRUE
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, held, fetching, fetched, deleted,
+                   timedOut, net, phase, removedForks, erasedOwners>>
+
+(* delAllUsersAndUnforkedOwners on w, after pendingUsers_ and              *)
+(* pendingChildren_ drained: send RREF_USER_DELETE for every confirmed      *)
+(* UserRRef still alive (even if the application holds it), erase the       *)
+(* owners that have no forks.  The Reference also waits for outstanding     *)
+(* fetches of its UserRRefs (see TimeOutToHere).                            *)
+DelAllUsersAndUnforkedOwners(w) ==
+    /\ stopping
+    /\ Running(w)
+    /\ pendingUsers[w] = {}
+    /\ pendingChildren[w] = {}
+    /\ Reference => \A f \in fetching : UserOn(w, f) = {}
+    /\ LET victims == {u \in users : u.on = w /\ u.fork \in confirmedUsers[w]
+                                     /\ u.fork \notin deleted}
+           unforked == {r \in owners[w] : ~\E e \in forks[w] : e[1] = r}
+       IN /\ deleted' = deleted \cup {u.fork : u \in victims}
+          /\ net' = net \cup {Msg("RREF_USER_DELETE", w, u.owner, u.rref, u.owner, u.fork, NoId)
+                              : u \in victims}
+          /\ owners' = [owners EXCEPT ![w] = @ \ unforked]
+          /\ erasedOwners' = [erasedOwners EXCEPT ![w] = @ \cup unforked]
+    /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = {}]
+    /\ phase' = [phase EXCEPT ![w] = "swept"]
+    /\ UNCHANGED <<nextId, pendingOwners, forks, pendingUsers, pendingChildren,
+                   ownerHeld, selfCalls, tombstones, users, held, fetching,
+                   fetched, timedOut, stopping, removedForks>>
+
+(* agent.join then destroyInstance on w: once every worker has swept, owners_ *)
+(* is empty and no message to or from w is in flight (join waits for all    *)
+(* client calls).  PyTorch clears owners_ and pendingOwners_, dropping       *)
+(* parked fetches without completing them.                                  *)
+DestroyInstance(w) ==
+    /\ phase[w] = "swept"
+    /\ \A v \in Workers : phase[v] # "running"
+    /\ owners[w] = {}
+    /\ ~\E m \in net : m.src = w \/ m.dst = w
+    /\ \A f \in fetching : UserOn(w, f) = {}
+    /\ phase' = [phase EXCEPT ![w] = "destroyed"]
+    /\ pendingOwners' = [pendingOwners EXCEPT ![w] = {}]
+    /\ UNCHANGED <<nextId, owners, forks, pendingUsers, confirmedUsers,
+                   pendingChildren, ownerHeld, selfCalls, tombstones, users,
+                   held, fetching, fetched, deleted, timedOut, net, stopping,
+                   removedForks, erasedOwners>>
+
+-----------------------------------------------------------------------------
+(* The next-state relation and the specification                           *)
+
+AppNext ==
+    \/ \E w \in Workers : CreateLocalRRef(w)
+    \/ \E w, d \in Workers : Remote(w, d)
+    \/ \E w, d \in Workers : \E r \in ownerHeld[w] \cup owners[w] :
+          PrepareChildFork(w, d, r, r)
+    \/ \E d \in Workers : \E u \in users : PrepareChildFork(u.on, d, u.rref, u.fork)
+    \/ \E u \in users : ToHere(u.on, u.fork)
+    \/ \E u \in users : DropRRef(u.on, u.fork)
+    \/ \E w \in Workers : \E r \in ownerHeld[w] : DropOwnerRRef(w, r)
+
+FaultNext ==
+    \/ \E m \in net : RetrySend(m)
+    \/ \E u \in users : TimeOutRemote(u.on, u.rref, u.fork)
+    \/ \E w \in Workers : \E r \in selfCalls[w] : TimeOutRemote(w, r, r)
+    \/ \E u \in users : TimeOutToHere(u.on, u.fork)
+
+\* Message m is taken from the network by its handler.
+ReceiveNext ==
+    \/ \E m \in net : m.type = "PYTHON_REMOTE_CALL" /\ AssignOwnerRRef(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "REMOTE_RET" /\ m.fork # m.rref /\ ConfirmPendingUser(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "REMOTE_RET" /\ m.fork = m.rref /\ FinishCreatingOwnerRRef(m.dst, m.rref)
+    \/ \E m \in net : m.type = "PYTHON_RREF_FETCH_CALL" /\ RetrieveOwnerRRef(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "PYTHON_RREF_FETCH_RET" /\ ReceiveFetchRet(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "PYTHON_CALL" /\ GetOrCreateRRef(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "RREF_FORK_REQUEST" /\ AddForkOfOwnerIfNotPresent(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "RREF_ACK" /\ FinishForkRequest(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "RREF_CHILD_ACCEPT" /\ DelPendingChild(m.dst, m.rref, m.fork)
+    \/ \E m \in net : m.type = "RREF_USER_DELETE" /\ DelForkOfOwner(m.dst, m.rref, m.fork)
+
+ShutdownNext ==
+    \/ \E w \in Workers : DelAllUsersAndUnforkedOwners(w)
+    \/ \E w \in Workers : DestroyInstance(w)
+
+\* The protocol's own steps: deliveries, the destructor callback and, once
+\* shutdown has begun, its phases.  Weak fairness of this disjunction is
+\* enough because every behaviour has finitely many non-stuttering steps:
+\* a behaviour may stop only where no delivery and no destructor is enabled.
+SystemNext ==
+    \/ ReceiveNext
+    \/ \E u \in users : DelUser(u.on, u.fork)
+    \/ ShutdownNext
+
+Next == AppNext \/ FaultNext \/ SystemNext \/ WaitAllWorkers
+
+Spec == Init /\ [][Next]_vars /\ WF_vars(SystemNext)
+
+-----------------------------------------------------------------------------
+(* Invariants                                                               *)
+
+Pairs == Id \X Id
+UserRec == [fork : Id, rref : Id, owner : Workers, on : Workers, parent : Id \cup {NoId}]
+MsgRec == [type : MsgTypes, src : Workers, dst : Workers, rref : Id, owner : Workers,
+           fork : Id, parent : Id \cup {NoId}, dup : 0..2]
+
+TypeOK ==
+    /\ nextId \in [Workers -> Nat]
+    /\ \A w \in Workers : nextId[w] <= MaxLocalId[w] + 1
+    /\ owners \in [Workers -> SUBSET Id]
+    /\ pendingOwners \in [Workers -> SUBSET (Id \X Id \X Workers)]
+    /\ forks \in [Workers -> SUBSET Pairs]
+    /\ pendingUsers \in [Workers -> SUBSET Id]
+    /\ confirmedUsers \in [Workers -> SUBSET Id]
+    /\ pendingChildren \in [Workers -> SUBSET Pairs]
+    /\ ownerHeld \in [Workers -> SUBSET Id]
+    /\ selfCalls \in [Workers -> SUBSET Id]
+    /\ tombstones \in [Workers -> SUBSET Pairs]
+    /\ users \subseteq UserRec
+    /\ held \subseteq Id /\ fetching \subseteq Id /\ fetched \subseteq Id
+    /\ deleted \subseteq Id /\ timedOut \subseteq Id
+    /\ net \subseteq MsgRec
+    /\ phase \in [Workers -> {"running", "swept", "destroyed"}]
+    /\ stopping \in BOOLEAN
+    /\ removedForks \in [Workers -> SUBSET Pairs]
+    /\ erasedOwners \in [Workers -> SUBSET Id]
+
+OwnerOf(r) == {u.owner : u \in {v \in users : v.rref = r}}
+
+\* A UserRRef that can still be used: alive and not deleted on the owner.
+LiveUsers(r) == {u \in users : u.rref = r /\ u.fork \notin deleted
+                              /\ Referenced(u.on, u.fork)}
+
+\* Messages that need r's OwnerRRef (or its registration) to exist: those
+\* sent for a UserRRef that has not been deleted (a stale retry of a deleted
+\* UserRRef's fork request needs nothing).
+NeedsOwner(r) == {m \in net : m.rref = r /\ m.fork \notin deleted /\ m.type \in
+                    {"PYTHON_CALL", "RREF_FORK_REQUEST", "PYTHON_RREF_FETCH_CALL"}}
+
+(* R1 (G1 + G2): an OwnerRRef that has been erased from owners_ is not      *)
+(* needed: no live undeleted UserRRef of it, no message in flight that       *)
+(* carries it, asks for its fork or fetches it.                             *)
+NoPrematureDeleteInv ==
+    \A w \in Workers : \A r \in erasedOwners[w] \ owners[w] :
+        /\ \A u \in LiveUsers(r) : u.owner # w
+        /\ \A m \in NeedsOwner(r) : m.owner # w
+
+(* R1b: no fetch is parked on an OwnerRRef that has been erased (it would   *)
+(* wait for a getOrCreateOwnerRRef that never comes; #40141).               *)
+NoFetchAfterDeleteInv ==
+    \A w \in Workers : \A r \in erasedOwners[w] \ owners[w] : ParkedFetches(w, r) = {}
+
+(* R2 (G2): while a child fork of a user parent is not yet known to the     *)
+(* owner (its PYTHON_CALL or RREF_FORK_REQUEST in flight, or the child      *)
+(* still pending), the parent keeps a pendingChildren_ entry for it and so  *)
+(* is not deleted; a child accept is sent only for a registered (or since   *)
+(* deleted) fork, or by the owner itself.                                    *)
+ParentHeldInv ==
+    /\ \A m \in net :
+         m.type = "PYTHON_CALL" /\ m.parent # m.rref =>
+            /\ <<m.fork, m.parent>> \in pendingChildren[m.src]
+            /\ m.parent \notin deleted
+    /\ \A u \in users :
+         (u.parent \notin {NoId, u.rref} /\ u.fork \in pendingUsers[u.on]) =>
+            /\ <<u.fork, u.parent>> \in pendingChildren[u.fork[1]]
+            /\ u.parent \notin deleted
+    /\ \A m \in net :
+         (m.type = "RREF_CHILD_ACCEPT" /\ m.src # m.owner) =>
+            <<m.rref, m.fork>> \in forks[m.owner] \cup removedForks[m.owner]
+                                   \cup tombstones[m.owner]
+
+(* R3: a RREF_USER_DELETE is sent only for a UserRRef that is no longer     *)
+(* pending, has no pending child, has no fetch outstanding, and (outside    *)
+(* the shutdown sweep) is no longer held by the application.                *)
+SafeDeleteInv ==
+    \A m \in net : m.type = "RREF_USER_DELETE" =>
+        /\ m.fork \notin pendingUsers[m.src]
+        /\ ~\E e \in pendingChildren[m.src] : e[2] = m.fork
+        /\ m.fork \notin fetching
+        /\ ~stopping => m.fork \notin held
+
+(* R5: the context's maps are disjoint and well typed.                      *)
+DisjointMapsInv ==
+    \A w \in Workers :
+        /\ pendingUsers[w] \cap confirmedUsers[w] = {}
+        /\ \A f \in pendingUsers[w] \cup confirmedUsers[w] :
+              \E u \in UserOn(w, f) : u.owner # w
+        /\ \A e \in pendingChildren[w] : \E u \in UserOn(w, e[2]) : u.owner # w
+        /\ \A p \in pendingOwners[w] : p[1] \notin owners[w]
+        /\ \A e \in forks[w] : e[1] \in Id
+
+(* R6: RRefIds and ForkIds are drawn from one counter per worker: every id  *)
+(* in use was drawn already, and no UserRRef shares its ForkId with another *)
+(* or with an RRefId.                                                        *)
+UniqueIdsInv ==
+    /\ \A u \in users : u.fork[2] < nextId[u.fork[1]] /\ u.rref[2] < nextId[u.rref[1]]
+    /\ \A u, v \in users : u.fork = v.fork => u = v
+    /\ \A u, v \in users : u.fork # v.rref
+
+(* R7: a fork removed from forks_ never re-enters it.                       *)
+NoForkResurrectionInv ==
+    \A w \in Workers : removedForks[w] \cap forks[w] = {}
+
+(* R8: the fork relation is a tree per RRef: each UserRRef has one parent,  *)
+(* which is the root (rpc.remote's creator has none; the OwnerRRef is       *)
+(* denoted by the RRefId) or another UserRRef of the same RRef living on the *)
+(* worker that drew the child's ForkId; following parents reaches the root.  *)
+RECURSIVE Depth(_, _)
+Depth(f, n) ==
+    IF n = 0 THEN -1
+    ELSE LET u == UserOf(f) IN
+         IF u.parent \in {NoId, u.rref} THEN 0
+         ELSE LET d == Depth(u.parent, n - 1) IN IF d < 0 THEN -1 ELSE d + 1
+ForkTreeInv ==
+    \A u \in users :
+        /\ u.parent \notin {NoId, u.rref} =>
+              \E v \in users : v.fork = u.parent /\ v.rref = u.rref /\ v.on = u.fork[1]
+        /\ u.parent = NoId => u.fork[1] = u.on
+        /\ u.parent = u.rref => u.fork[1] = u.owner
+        /\ Depth(u.fork, Cardinality(users)) >= 0
+
+(* R9: leak-free quiescence.  When nothing is in flight, no application     *)
+(* code holds an RRef and no destructor is pending, every context is empty  *)
+(* ("no Leaking RRef warning").                                              *)
+Quiescent ==
+    /\ net = {}
+    /\ held = {}
+    /\ \A w \in Workers : ownerHeld[w] = {}
+    /\ \A u \in users : u.fork \in deleted \/ Referenced(u.on, u.fork)
+LeakFreeQuiescenceInv ==
+    Quiescent =>
+        \A w \in Workers :
+            /\ owners[w] = {} /\ forks[w] = {} /\ pendingOwners[w] = {}
+            /\ pendingUsers[w] = {} /\ pendingChildren[w] = {}
+            /\ confirmedUsers[w] = {}
+
+(* R10: a self PYTHON_REMOTE_CALL(r, r) finds owners_[r] when processed     *)
+(* (getOwnerRRef(r, forceCreated=true) asserts it).                         *)
+SelfRemoteOwnerInv ==
+    \A m \in net : (m.type = "PYTHON_REMOTE_CALL" /\ m.fork = m.rref) =>
+                      m.rref \in owners[m.dst]
+
+(* R11: no message is in flight to or from a destroyed context, and a       *)
+(* destroyed context has no parked fetch (they would never complete).       *)
+ShutdownOrderInv ==
+    \A w \in Workers : phase[w] = "destroyed" =>
+        /\ ~\E m \in net : m.src = w \/ m.dst = w
+        /\ \A p \in UNION {pendingOwners[v] : v \in Workers} : p[3] # w
+
+-----------------------------------------------------------------------------
+(* Liveness (under WF_vars(SystemNext)).  Every behaviour is finite up to    *)
+(* final stuttering, so "eventually always" is "in the final state".        *)
+
+(* RL1: pending users are eventually cleared.                               *)
+PendingUsersClearedProp == <>[](\A w \in Workers : pendingUsers[w] = {})
+
+(* RL2: pending children are eventually cleared.                            *)
+PendingChildrenClearedProp == <>[](\A w \in Workers : pendingChildren[w] = {})
+
+(* RL3: an OwnerRRef that no application code can reach any more (no held  *)
+(* UserRRef or OwnerRRef, no RRef-carrying message in flight) is eventually  *)
+(* deleted, with its forks.                                                  *)
+Abandoned(r) ==
+    /\ ~\E u \in users : u.rref = r /\ u.fork \in held
+    /\ \A w \in Workers : r \notin ownerHeld[w]
+    /\ ~\E m \in net : m.type = "PYTHON_CALL" /\ m.rref = r
+OwnerDeletedProp ==
+    <>[](\A w \in Workers : \A r \in owners[w] \cup {e[1] : e \in forks[w]} :
+            ~Abandoned(r))
+
+(* RL4: every fetch is eventually answered and every parked fetch resolved. *)
+FetchAnsweredProp ==
+    <>[](fetching = {} /\ \A w \in Workers : pendingOwners[w] = {})
+
+(* RL5 (shutdown model): every context is eventually destroyed.             *)
+ShutdownCompletesProp == <>[](\A w \in Workers : phase[w] = "destroyed")
+
+=============================================================================
