@@ -1,0 +1,698 @@
+-------------------------- MODULE DynamicRendezvous --------------------------
+(***************************************************************************)
+(* PyTorch 2.13 dynamic rendezvous (torch.distributed.elastic.rendezvous.  *)
+(* dynamic_rendezvous) over a compare-and-set store (the C10d backend).    *)
+(*                                                                         *)
+(* What is modelled                                                        *)
+(*  - The shared _RendezvousState kept in one store key: round, complete,  *)
+(*    the last-call deadline, closed, participants (node -> rank),         *)
+(*    wait list, redundancy list, last heartbeats.  The store starts at a  *)
+(*    sentinel (NoState), as C10dRendezvousBackend's constructor leaves it.*)
+(*  - The store token.  In 2.13 the token is the raw stored value and      *)
+(*    set_state's compare_set compares bytes.  Every real write carries    *)
+(*    fresh timestamps, so a token matches iff no other write landed since *)
+(*    the node's last sync: tokenCurrent[n] records exactly that.  A CAS   *)
+(*    succeeds iff the token is current (or the store already holds        *)
+(*    exactly the bytes written, which set_state also reports as success). *)
+(*  - Per node (_BackendRendezvousStateHolder): the local copy, the dirty  *)
+(*    flag, its token, and whether the 1 s read cache is still valid.      *)
+(*  - The executor loop (_DistributedRendezvousOpExecutor.run) as steps:   *)
+(*    a Sync step (write by CAS when dirty, else read or cache hit; a lost *)
+(*    CAS drops the local change and loads the winner's state; sanitize    *)
+(*    runs on the syncing node's copy after every real sync), then one     *)
+(*    step that decides (the op's rules, in 2.13's order) and applies the  *)
+(*    chosen business function to the local copy.  Deciding and applying  *)
+(*    are one step: both only touch the node's own copy, so splitting them *)
+(*    adds interleavings no other node can observe.                        *)
+(*  - The ops: exit, join (2.13 rule order, incl. the redundancy list),    *)
+(*    close, keep-alive; next_rendezvous runs exit then join with one op   *)
+(*    deadline; the heartbeat timer; set_closed; crashes.                  *)
+(*  - Time as discrete ticks (Tick).  Deadlines and heartbeats are stored  *)
+(*    relative to now: a deadline is the number of ticks left (-1 = it has *)
+(*    passed), a heartbeat is its age in ticks.  Ages saturate at          *)
+(*    HeartbeatExpiry + 1 (expired), deadlines at -1 and op deadlines just *)
+(*    below the rollback window: no rule can tell the saturated values     *)
+(*    apart.  One tick is also the read cache's lifetime and the length of *)
+(*    the 1 s delay of the SYNC action.                                    *)
+(*                                                                         *)
+(* What is abstracted away                                                 *)
+(*  - Node descriptors: Nodes is a set of naturals; < is the _NodeDesc     *)
+(*    order (addr as string, pid, local_id).                               *)
+(*  - Pickling/base64; store errors and RendezvousConnectionError; the     *)
+(*    random 0-0.3 s start delay (time may pass anywhere anyway);          *)
+(*    is_closed / num_nodes_waiting (read-only syncs); shutdown is         *)
+(*    modelled as set_closed; the bootstrap store (TCPStore sharing) and   *)
+(*    the PrefixStore, which live outside the shared state.               *)
+(*  - Token values: a write that happens to restore an earlier value      *)
+(*    still outdates every other token here (ABA cannot happen), while in  *)
+(*    2.13 identical bytes would match; with fresh timestamps in every     *)
+(*    write, identical bytes do not occur in practice.                     *)
+(*                                                                         *)
+(* Guarantees served (cited by the actions):                               *)
+(*  G1 one agreed membership and rank assignment per round (ranks 0..n-1   *)
+(*     in node order, min <= n <= max at completion);                      *)
+(*  G2 no lost update: every successful write is based on the latest state;*)
+(*  G3 progress: enough live, joining nodes complete a round;              *)
+(*  G4 close is final and ends every join;                                 *)
+(*  G5 dead nodes are eventually removed (heartbeat expiry).               *)
+(***************************************************************************)
+EXTENDS Naturals, Integers, FiniteSets
+
+CONSTANTS
+    Nodes,              \* node descriptors; < on them is the _NodeDesc order
+    MinNodes,           \* RendezvousSettings.min_nodes
+    MaxNodes,           \* RendezvousSettings.max_nodes
+    Closers,            \* nodes whose agent may call set_closed()
+    MaxCrashes,         \* at most this many nodes crash
+    JoinTimeout,        \* timeout.join, in ticks (600 s in 2.13)
+    LastCallTimeout,    \* timeout.last_call (30 s)
+    CloseTimeout,       \* timeout.close (30 s)
+    HeartbeatTimeout,   \* timeout.heartbeat: the keep-alive op deadline (5 s)
+    KeepAliveInterval,  \* keep_alive_interval (5 s)
+    KeepAliveMaxAttempt,\* keep_alive_max_attempt (3)
+    RollbackPeriod,     \* the join op's rollback window after its deadline (5 s)
+    NoState,            \* the store's sentinel before the first write (a model value)
+    NoDeadline          \* state.deadline = None (a model value)
+
+ASSUME /\ Nodes \subseteq Nat /\ Nodes # {}
+       /\ MinNodes \in Nat \ {0} /\ MaxNodes \in Nat /\ MinNodes <= MaxNodes
+       /\ Closers \subseteq Nodes /\ MaxCrashes \in Nat
+       /\ {JoinTimeout, LastCallTimeout, CloseTimeout, HeartbeatTimeout,
+           KeepAliveInterval, KeepAliveMaxAttempt, RollbackPeriod} \subseteq Nat
+
+HeartbeatExpiry == KeepAliveInterval * KeepAliveMaxAttempt
+HbCap == HeartbeatExpiry + 1           \* saturated age: expired
+OpDeadlineFloor == -(RollbackPeriod + 1)  \* saturated op deadline: past the rollback window
+
+VARIABLES
+    store,   \* the value under torch.rendezvous.<run_id>: NoState or a state record
+    tokenCurrent, \* tokenCurrent[n]: n's token (the value it last read or wrote)
+             \*   is still the store's value, so n's compare_set would match
+    local,   \* local[n]: n's copy of the state (_BackendRendezvousStateHolder._state)
+    dirty,   \* dirty[n]: n changed its copy since its last sync
+    fresh,   \* fresh[n]: n synced during the current tick (the 1 s read cache is valid)
+    pc,      \* pc[n]: "idle" | "sync" | "decide" | "sleep" | "stopped" | "crashed"
+    op,      \* op[n]: "none" | "exit" | "join" | "close" | "keepalive"
+    opDl,    \* opDl[n]: ticks left until the running op's deadline (< 0: passed)
+    result,  \* result[n]: outcome of n's last next_rendezvous:
+             \*   "none" (never called, or running) | "ok" | "timeout" | "closed" | "gracefulExit"
+    view     \* view[n]: round and ranks n returned from its last successful next_rendezvous
+
+vars == <<store, tokenCurrent, local, dirty, fresh, pc, op, opDl, result, view>>
+
+-----------------------------------------------------------------------------
+(* Helpers: partial functions stand for Python dicts.                      *)
+EmptyFn == [m \in {} |-> 0]
+Put(f, k, v) == [m \in DOMAIN f \cup {k} |-> IF m = k THEN v ELSE f[m]]
+Del(f, k) == [m \in DOMAIN f \ {k} |-> f[m]]
+Restrict(f, D) == [m \in DOMAIN f \ D |-> f[m]]
+MinOf(a, b) == IF a < b THEN a ELSE b
+MaxOf(a, b) == IF a > b THEN a ELSE b
+
+(* _RendezvousState() *)
+EmptyState == [round |-> 0, complete |-> FALSE, deadline |-> NoDeadline,
+               closed |-> FALSE, participants |-> EmptyFn, waitList |-> {},
+               redundancyList |-> {}, lastHeartbeats |-> EmptyFn]
+
+NoView == [round |-> -1, ranks |-> EmptyFn]
+
+(* get_state: the sentinel decodes to a fresh, empty state. *)
+Load(v) == IF v = NoState THEN EmptyState ELSE v
+
+Parts(s) == DOMAIN s.participants
+Count(s) == Cardinality(Parts(s))
+
+(* The current shared state. *)
+Cur == Load(store)
+
+-----------------------------------------------------------------------------
+(* Points a must-fail model may override (cfg: Op <- BrokenOp).            *)
+
+\* compare_set's comparison: the store still holds the value n last saw.
+CasMatches(n) == tokenCurrent[n]
+\* The rank _add_to_participants writes before completion (2.13: 0).
+InitialRank(s) == 0
+\* The rank _mark_rendezvous_complete gives m: its position in sorted(participants).
+CompletionRank(s, m) == Cardinality({k \in Parts(s) : k < m})
+\* _add_to_participants arms the last-call deadline when the count becomes exactly this.
+LastCallArmedAt == MinNodes
+\* The join op's count test for MARK_RENDEZVOUS_COMPLETE.
+CompletionAllowed(c) == MinNodes <= c /\ c <= MaxNodes
+
+-----------------------------------------------------------------------------
+(* Time.                                                                   *)
+AgeState(s) ==
+    [s EXCEPT !.deadline = IF @ = NoDeadline THEN @ ELSE MaxOf(@ - 1, -1),
+              !.lastHeartbeats = [m \in DOMAIN @ |-> MinOf(@[m] + 1, HbCap)]]
+Age(v) == IF v = NoState THEN v ELSE AgeState(v)
+
+PastOpDeadline(n) == opDl[n] < 0                     \* time.monotonic() > deadline
+InRollbackWindow(n) == opDl[n] >= -RollbackPeriod    \* now <= deadline + rollback_period
+LastCallPassed(n) == local[n].deadline # NoDeadline /\ local[n].deadline < 0   \* deadline < now (UTC)
+
+(* _should_keep_alive: n has a heartbeat entry at least keep_alive_interval old. *)
+KeepAliveDue(n) ==
+    /\ n \in DOMAIN local[n].lastHeartbeats
+    /\ local[n].lastHeartbeats[n] >= KeepAliveInterval
+
+\* The heartbeat timer is due: n's stored heartbeat is keep_alive_interval old
+\* (the timer's period is keep_alive_interval).
+HeartbeatDue(n) ==
+    n \in DOMAIN Cur.lastHeartbeats /\ Cur.lastHeartbeats[n] >= KeepAliveInterval
+
+-----------------------------------------------------------------------------
+(* _remove_participant_epilogue *)
+Epilogue(s) ==
+    IF s.complete
+    THEN IF Parts(s) = {} THEN [s EXCEPT !.complete = FALSE, !.round = @ + 1] ELSE s
+    ELSE IF Count(s) < MinNodes THEN [s EXCEPT !.deadline = NoDeadline] ELSE s
+
+(* _BackendRendezvousStateHolder._sanitize: drop nodes whose last heartbeat *)
+(* is older than keep_alive_interval * keep_alive_max_attempt.             *)
+Sanitize(s) ==
+    LET D == {m \in DOMAIN s.lastHeartbeats : s.lastHeartbeats[m] > HeartbeatExpiry}
+        t == [s EXCEPT !.lastHeartbeats = Restrict(s.lastHeartbeats, D),
+                       !.participants = Restrict(s.participants, D),
+                       !.waitList = s.waitList \ D,
+                       !.redundancyList = s.redundancyList \ D]
+    IN IF D \cap Parts(s) # {} THEN Epilogue(t) ELSE t
+
+-----------------------------------------------------------------------------
+(* Business functions of _DistributedRendezvousOpExecutor, on a copy s.    *)
+KeepAliveFn(n, s) == [s EXCEPT !.lastHeartbeats = Put(@, n, 0)]
+
+MarkCompleteFn(s) ==
+    [s EXCEPT !.complete = TRUE, !.deadline = NoDeadline,
+              !.participants = [m \in Parts(s) |-> CompletionRank(s, m)]]
+
+AddToParticipantsFn(n, s) ==
+    LET s1 == [s EXCEPT !.waitList = @ \ {n},
+                        !.participants = Put(@, n, InitialRank(s)),
+                        !.lastHeartbeats = Put(@, n, 0)]
+        s2 == IF Count(s1) = LastCallArmedAt
+              THEN [s1 EXCEPT !.deadline = LastCallTimeout] ELSE s1
+    IN IF Count(s2) = MaxNodes THEN MarkCompleteFn(s2) ELSE s2
+
+AddToWaitListFn(n, s) ==
+    [s EXCEPT !.redundancyList = @ \ {n}, !.waitList = @ \cup {n},
+              !.lastHeartbeats = Put(@, n, 0)]
+
+AddToRedundancyListFn(n, s) ==
+    [s EXCEPT !.redundancyList = @ \cup {n}, !.lastHeartbeats = Put(@, n, 0)]
+
+RemoveFromParticipantsFn(n, s) ==
+    Epilogue([s EXCEPT !.participants = Del(@, n), !.lastHeartbeats = Del(@, n)])
+
+RemoveFromWaitListFn(n, s) ==
+    [s EXCEPT !.waitList = @ \ {n}, !.lastHeartbeats = Del(@, n)]
+
+RemoveFromRedundancyListFn(n, s) ==
+    [s EXCEPT !.redundancyList = @ \ {n}, !.lastHeartbeats = Del(@, n)]
+
+MarkClosedFn(s) == [s EXCEPT !.closed = TRUE]
+
+-----------------------------------------------------------------------------
+(* The ops: which _Action each one picks from n's local copy.  The first   *)
+(* matching rule wins (IF ... ELSE IF ...).  Results are the names of the  *)
+(* TLA+ actions below: SYNC is "Delay", FINISH "Finish", and the join op's *)
+(* RendezvousGracefulExitError "GracefulExit".                             *)
+
+\* Rule conditions of the join op, named as in 2.13's _RendezvousJoinOp.
+IsClosed(n) == local[n].closed
+InRedundancyList(n) == n \in local[n].redundancyList
+InWaitList(n) == n \in local[n].waitList
+IsParticipant(n) == n \in Parts(local[n])
+IsComplete(n) == local[n].complete
+RoundFull(n) == Count(local[n]) = MaxNodes          \* len(participants) == max_nodes
+RoundHasRoom(n) == Count(local[n]) < MaxNodes        \* len(participants) < max_nodes
+CanComplete(n) == CompletionAllowed(Count(local[n])) /\ local[n].deadline # NoDeadline
+
+(* _RendezvousExitOp *)
+ExitDecision(n) ==
+    IF IsParticipant(n)
+    THEN IF PastOpDeadline(n) THEN "ErrorTimeout" ELSE "RemoveFromParticipants"
+    ELSE "Finish"
+
+(* _RendezvousJoinOp (2.13).  gen_join_diagram.py renders this operator.   *)
+JoinDecision(n) ==
+    IF IsClosed(n)
+    THEN IF InRedundancyList(n) THEN "GracefulExit" ELSE "ErrorClosed"
+    ELSE IF InRedundancyList(n)
+    THEN IF RoundFull(n)
+         THEN IF KeepAliveDue(n) THEN "KeepAlive" ELSE "Delay"
+         ELSE "RemoveFromRedundancyList"
+    ELSE IF IsComplete(n) /\ IsParticipant(n)
+    THEN "Finish"
+    ELSE IF PastOpDeadline(n)
+    THEN IF InRollbackWindow(n) /\ IsParticipant(n) THEN "RemoveFromParticipants"
+         ELSE IF InRollbackWindow(n) /\ InWaitList(n) THEN "RemoveFromWaitList"
+         ELSE "ErrorTimeout"
+    ELSE IF IsComplete(n) /\ RoundHasRoom(n) /\ ~InWaitList(n)
+    THEN "AddToWaitList"
+    ELSE IF IsComplete(n) /\ ~RoundHasRoom(n) /\ ~InWaitList(n)
+    THEN "AddToRedundancyList"
+    ELSE IF ~IsComplete(n) /\ IsParticipant(n) /\ CanComplete(n) /\ LastCallPassed(n)
+    THEN "MarkRendezvousComplete"
+    ELSE IF ~IsComplete(n) /\ ~IsParticipant(n)
+    THEN "AddToParticipants"
+    ELSE IF KeepAliveDue(n)
+    THEN "KeepAlive"
+    ELSE "Delay"
+
+(* _RendezvousCloseOp *)
+CloseDecision(n) ==
+    IF IsClosed(n) THEN "Finish"
+    ELSE IF PastOpDeadline(n) THEN "ErrorTimeout"
+    ELSE "MarkRendezvousClosed"
+
+(* _RendezvousKeepAliveOp *)
+KeepAliveOpDecision(n) ==
+    IF KeepAliveDue(n)
+    THEN IF PastOpDeadline(n) THEN "ErrorTimeout" ELSE "KeepAlive"
+    ELSE "Finish"
+
+Decision(n) ==
+    CASE op[n] = "exit"      -> ExitDecision(n)
+      [] op[n] = "join"      -> JoinDecision(n)
+      [] op[n] = "close"     -> CloseDecision(n)
+      [] op[n] = "keepalive" -> KeepAliveOpDecision(n)
+
+Decides(n, a) == pc[n] = "decide" /\ Decision(n) = a
+
+-----------------------------------------------------------------------------
+(* Handler actions: an op starts.                                          *)
+
+(* DynamicRendezvousHandler.next_rendezvous: stop heartbeats, one deadline *)
+(* now + join timeout for the exit op and then the join op.  G1, G3.       *)
+NextRendezvous(n) ==
+    /\ pc[n] = "idle"
+    /\ result[n] \in {"none", "ok", "timeout"}
+    /\ pc' = [pc EXCEPT ![n] = "sync"]
+    /\ op' = [op EXCEPT ![n] = "exit"]
+    /\ opDl' = [opDl EXCEPT ![n] = JoinTimeout]
+    /\ result' = [result EXCEPT ![n] = "none"]
+    /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh, view>>
+
+(* The heartbeat timer of a node that returned from next_rendezvous:      *)
+(* DynamicRendezvousHandler._keep_alive runs the keep-alive op with        *)
+(* deadline now + timeout.heartbeat.  G5.                                  *)
+KeepAliveTimer(n) ==
+    /\ pc[n] = "idle"
+    /\ result[n] = "ok"
+    /\ HeartbeatDue(n)      \* a firing with nothing due is a read-only sync
+    /\ pc' = [pc EXCEPT ![n] = "sync"]
+    /\ op' = [op EXCEPT ![n] = "keepalive"]
+    /\ opDl' = [opDl EXCEPT ![n] = HeartbeatTimeout]
+    /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh, result, view>>
+
+(* DynamicRendezvousHandler.set_closed (and shutdown): the close op with   *)
+(* deadline now + timeout.close.  G4.                                      *)
+SetClosed(n) ==
+    /\ pc[n] = "idle"
+    /\ n \in Closers
+    /\ ~Cur.closed          \* the agent closes an open rendezvous (no repeated no-op calls)
+    /\ pc' = [pc EXCEPT ![n] = "sync"]
+    /\ op' = [op EXCEPT ![n] = "close"]
+    /\ opDl' = [opDl EXCEPT ![n] = CloseTimeout]
+    /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh, result, view>>
+
+-----------------------------------------------------------------------------
+(* Sync steps: _BackendRendezvousStateHolder.sync.                         *)
+SyncReady(n) == pc[n] = "sync" \/ (pc[n] = "sleep" /\ ~fresh[n])
+
+AfterSync(n, s) ==
+    /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
+    /\ local' = [local EXCEPT ![n] = Sanitize(s)]
+    /\ dirty' = [dirty EXCEPT ![n] = FALSE]
+    /\ fresh' = [fresh EXCEPT ![n] = TRUE]
+    /\ pc' = [pc EXCEPT ![n] = "decide"]
+
+(* Not dirty, cache expired: get_state, then sanitize the copy.  G5.       *)
+SyncRead(n) ==
+    /\ SyncReady(n) /\ ~dirty[n] /\ ~fresh[n]
+    /\ AfterSync(n, Load(store))
+    /\ UNCHANGED <<store, op, opDl, result, view>>
+
+(* Not dirty, last sync less than 1 s ago: served from the cache, no       *)
+(* store call and no sanitize.                                             *)
+SyncCached(n) ==
+    /\ pc[n] = "sync" /\ ~dirty[n] /\ fresh[n]
+    /\ pc' = [pc EXCEPT ![n] = "decide"]
+    /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh, op, opDl, result, view>>
+
+(* Dirty: set_state(local, token) is one compare_set; it reports success   *)
+(* iff the store now holds exactly the bytes written.  G2.                 *)
+SyncWriteWon(n) ==
+    /\ SyncReady(n) /\ dirty[n]
+    /\ CasMatches(n) \/ store = local[n]
+    /\ store' = local[n]
+    /\ local' = [local EXCEPT ![n] = Sanitize(local[n])]
+    /\ dirty' = [dirty EXCEPT ![n] = FALSE]
+    /\ fresh' = [fresh EXCEPT ![n] = TRUE]
+    /\ pc' = [pc EXCEPT ![n] = "decide"]
+    \* n's token is now the new value; every other token is outdated
+    /\ tokenCurrent' = [m \in Nodes |-> m = n \/ (store' = store /\ tokenCurrent[m])]
+    /\ UNCHANGED <<op, opDl, result, view>>
+
+(* Dirty, CAS lost: the local change is discarded and the winner's state   *)
+(* is loaded (and sanitized); the op decides again.  G2.                   *)
+SyncWriteLost(n) ==
+    /\ SyncReady(n) /\ dirty[n]
+    /\ ~(CasMatches(n) \/ store = local[n])
+    /\ AfterSync(n, Load(store))
+    /\ UNCHANGED <<store, op, opDl, result, view>>
+
+-----------------------------------------------------------------------------
+(* Decide-and-apply steps: the op picked the action; the business function *)
+(* changes the local copy, which is marked dirty for the next sync.        *)
+Apply(n, s) ==
+    /\ local' = [local EXCEPT ![n] = s]
+    /\ dirty' = [dirty EXCEPT ![n] = TRUE]
+    /\ pc' = [pc EXCEPT ![n] = "sync"]
+    /\ UNCHANGED <<store, tokenCurrent, fresh, op, result, view>>
+
+(* KEEP_ALIVE: _DistributedRendezvousOpExecutor._keep_alive.  G5. *)
+KeepAlive(n) ==
+    /\ Decides(n, "KeepAlive")
+    /\ Apply(n, KeepAliveFn(n, local[n]))
+    /\ UNCHANGED opDl
+
+(* ADD_TO_PARTICIPANTS: _add_to_participants.  G1. *)
+AddToParticipants(n) ==
+    /\ Decides(n, "AddToParticipants")
+    /\ Apply(n, AddToParticipantsFn(n, local[n]))
+    /\ UNCHANGED opDl
+
+(* ADD_TO_WAIT_LIST: _add_to_wait_list.  G1. *)
+AddToWaitList(n) ==
+    /\ Decides(n, "AddToWaitList")
+    /\ Apply(n, AddToWaitListFn(n, local[n]))
+    /\ UNCHANGED opDl
+
+(* ADD_TO_REDUNDANCY_LIST: _add_to_redundancy_list.  G1. *)
+AddToRedundancyList(n) ==
+    /\ Decides(n, "AddToRedundancyList")
+    /\ Apply(n, AddToRedundancyListFn(n, local[n]))
+    /\ UNCHANGED opDl
+
+(* REMOVE_FROM_PARTICIPANTS: _remove_from_participants (exit op, or the    *)
+(* join op's rollback).  G1, G3. *)
+RemoveFromParticipants(n) ==
+    /\ Decides(n, "RemoveFromParticipants")
+    /\ Apply(n, RemoveFromParticipantsFn(n, local[n]))
+    /\ UNCHANGED opDl
+
+(* REMOVE_FROM_WAIT_LIST: _remove_from_wait_list (join op rollback).  G3. *)
+RemoveFromWaitList(n) ==
+    /\ Decides(n, "RemoveFromWaitList")
+    /\ Apply(n, RemoveFromWaitListFn(n, local[n]))
+    /\ UNCHANGED opDl
+
+(* REMOVE_FROM_REDUNDANCY_LIST: _remove_from_redundancy_list; run() then   *)
+(* restarts the join op's deadline (update_deadline).  G3. *)
+RemoveFromRedundancyList(n) ==
+    /\ Decides(n, "RemoveFromRedundancyList")
+    /\ Apply(n, RemoveFromRedundancyListFn(n, local[n]))
+    /\ opDl' = [opDl EXCEPT ![n] = JoinTimeout]
+
+(* MARK_RENDEZVOUS_COMPLETE: _mark_rendezvous_complete.  G1. *)
+MarkRendezvousComplete(n) ==
+    /\ Decides(n, "MarkRendezvousComplete")
+    /\ Apply(n, MarkCompleteFn(local[n]))
+    /\ UNCHANGED opDl
+
+(* MARK_RENDEZVOUS_CLOSED: _mark_rendezvous_closed.  G4. *)
+MarkRendezvousClosed(n) ==
+    /\ Decides(n, "MarkRendezvousClosed")
+    /\ Apply(n, MarkClosedFn(local[n]))
+    /\ UNCHANGED opDl
+
+(* SYNC: run() sleeps 1 s (_delay); the node syncs again after a tick. G3. *)
+Delay(n) ==
+    /\ Decides(n, "Delay")
+    /\ pc' = [pc EXCEPT ![n] = "sleep"]
+    /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh, op, opDl, result, view>>
+
+(* FINISH: the op ends.  After the exit op the join op starts (same        *)
+(* deadline); after the join op next_rendezvous returns rank =             *)
+(* participants[n] and world size = len(participants) of round, and the    *)
+(* heartbeat timer starts.  G1. *)
+Finish(n) ==
+    /\ Decides(n, "Finish")
+    /\ IF op[n] = "exit"
+       THEN /\ op' = [op EXCEPT ![n] = "join"]
+            /\ pc' = [pc EXCEPT ![n] = "sync"]
+            /\ UNCHANGED <<opDl, result, view>>
+       ELSE /\ op' = [op EXCEPT ![n] = "none"]
+            /\ pc' = [pc EXCEPT ![n] = "idle"]
+            /\ opDl' = [opDl EXCEPT ![n] = 0]
+            /\ IF op[n] = "join"
+               THEN /\ result' = [result EXCEPT ![n] = "ok"]
+                    /\ view' = [view EXCEPT ![n] =
+                                  [round |-> local[n].round, ranks |-> local[n].participants]]
+               ELSE UNCHANGED <<result, view>>
+    /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh>>
+
+(* The node stops for good: its copy no longer matters. *)
+Stop(n, r) ==
+    /\ pc' = [pc EXCEPT ![n] = "stopped"]
+    /\ op' = [op EXCEPT ![n] = "none"]
+    /\ opDl' = [opDl EXCEPT ![n] = 0]
+    /\ result' = [result EXCEPT ![n] = r]
+    /\ local' = [local EXCEPT ![n] = EmptyState]
+    /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
+    /\ fresh' = [fresh EXCEPT ![n] = FALSE]
+    /\ UNCHANGED <<store, dirty, view>>
+
+(* ERROR_CLOSED: run() raises RendezvousClosedError; the agent stops.  G4. *)
+ErrorClosed(n) ==
+    /\ Decides(n, "ErrorClosed")
+    /\ Stop(n, "closed")
+
+(* Join op, closed while n is in the redundancy list: the op raises        *)
+(* RendezvousGracefulExitError.  G4. *)
+GracefulExit(n) ==
+    /\ Decides(n, "GracefulExit")
+    /\ Stop(n, "gracefulExit")
+
+(* ERROR_TIMEOUT: run() raises RendezvousTimeoutError.  next_rendezvous    *)
+(* and set_closed fail; the keep-alive timer logs and swallows it.  G3.    *)
+ErrorTimeout(n) ==
+    /\ Decides(n, "ErrorTimeout")
+    /\ op' = [op EXCEPT ![n] = "none"]
+    /\ pc' = [pc EXCEPT ![n] = "idle"]
+    /\ opDl' = [opDl EXCEPT ![n] = 0]
+    /\ result' = [result EXCEPT ![n] = IF op[n] \in {"exit", "join"} THEN "timeout" ELSE @]
+    /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh, view>>
+
+-----------------------------------------------------------------------------
+(* Environment.                                                            *)
+
+(* A node crashes: it stops acting and heartbeating; its entries stay in   *)
+(* the store until some node's sanitize removes them.  G5.                 *)
+Crash(n) ==
+    /\ pc[n] \notin {"crashed", "stopped"}
+    /\ Cardinality({m \in Nodes : pc[m] = "crashed"}) < MaxCrashes
+    /\ pc' = [pc EXCEPT ![n] = "crashed"]
+    /\ op' = [op EXCEPT ![n] = "none"]
+    /\ opDl' = [opDl EXCEPT ![n] = 0]
+    /\ local' = [local EXCEPT ![n] = EmptyState]
+    /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
+    /\ dirty' = [dirty EXCEPT ![n] = FALSE]
+    /\ fresh' = [fresh EXCEPT ![n] = FALSE]
+    /\ UNCHANGED <<store, result, view>>
+
+(* A copy is dead once its read cache expired and nothing local is        *)
+(* pending: the node's next use of it is a SyncRead that overwrites it.    *)
+Dead(n) == ~dirty[n] /\ pc[n] \in {"idle", "sleep", "sync"}
+
+(* One tick of time passes: every stored and copied timestamp ages, every  *)
+(* running op's deadline comes closer, read caches expire, sleeps end.     *)
+(* Copies that become dead are reset to the empty state (forgetting them   *)
+(* changes no behaviour and keeps the state space small).                  *)
+Tick ==
+    /\ store' = Age(store)
+    /\ tokenCurrent' = [n \in Nodes |-> Dead(n) \/ tokenCurrent[n]]
+    /\ local' = [n \in Nodes |-> IF Dead(n) THEN EmptyState ELSE AgeState(local[n])]
+    /\ opDl' = [n \in Nodes |-> IF op[n] = "none" THEN opDl[n]
+                                ELSE MaxOf(opDl[n] - 1, OpDeadlineFloor)]
+    /\ fresh' = [n \in Nodes |-> FALSE]
+    /\ UNCHANGED <<dirty, pc, op, result, view>>
+
+-----------------------------------------------------------------------------
+Init ==
+    /\ store = NoState
+    /\ tokenCurrent = [n \in Nodes |-> TRUE]   \* empty token: expects the sentinel
+    /\ local = [n \in Nodes |-> EmptyState]
+    /\ dirty = [n \in Nodes |-> FALSE]
+    /\ fresh = [n \in Nodes |-> FALSE]
+    /\ pc = [n \in Nodes |-> "idle"]
+    /\ op = [n \in Nodes |-> "none"]
+    /\ opDl = [n \in Nodes |-> 0]
+    /\ result = [n \in Nodes |-> "none"]
+    /\ view = [n \in Nodes |-> NoView]
+
+SyncStep(n) == SyncRead(n) \/ SyncCached(n) \/ SyncWriteWon(n) \/ SyncWriteLost(n)
+
+DecideStep(n) ==
+    \/ KeepAlive(n) \/ AddToParticipants(n) \/ AddToWaitList(n)
+    \/ AddToRedundancyList(n) \/ RemoveFromParticipants(n)
+    \/ RemoveFromWaitList(n) \/ RemoveFromRedundancyList(n)
+    \/ MarkRendezvousComplete(n) \/ MarkRendezvousClosed(n)
+    \/ Delay(n) \/ Finish(n) \/ ErrorClosed(n) \/ GracefulExit(n) \/ ErrorTimeout(n)
+
+NodeNext(n) ==
+    \/ NextRendezvous(n) \/ KeepAliveTimer(n) \/ SetClosed(n)
+    \/ SyncStep(n) \/ DecideStep(n) \/ Crash(n)
+
+Next == Tick \/ \E n \in Nodes : NodeNext(n)
+
+(* Any timing: time may pass between any two steps.  All safety           *)
+(* properties are checked against Spec.                                    *)
+Spec == Init /\ [][Next]_vars
+
+-----------------------------------------------------------------------------
+(* Liveness assumptions.  Executor steps take no time compared to a tick:  *)
+(* time passes only while every running node waits (sleeping after SYNC,   *)
+(* idle, crashed, stopped).  "Keep joining": a node whose next_rendezvous  *)
+(* timed out calls it again at once; a member's heartbeat timer fires as   *)
+(* soon as its heartbeat is due; a node that never joined joins eventually.*)
+Busy(n) ==
+    \/ pc[n] \in {"sync", "decide"}
+    \/ pc[n] = "sleep" /\ ~fresh[n]
+    \/ pc[n] = "idle" /\ result[n] = "timeout"
+    \/ pc[n] = "idle" /\ result[n] = "ok" /\ HeartbeatDue(n)
+
+FastTick == Tick /\ \A n \in Nodes : ~Busy(n)
+
+FastNext == FastTick \/ \E n \in Nodes : NodeNext(n)
+
+NodeProgress(n) ==
+    \/ SyncStep(n) \/ DecideStep(n)
+    \/ result[n] \in {"none", "timeout"} /\ NextRendezvous(n)
+    \/ HeartbeatDue(n) /\ KeepAliveTimer(n)
+
+\* The same timing assumption without fairness: a smaller state graph for
+\* quick safety checks (its behaviours are a subset of Spec's).
+FastSafetySpec == Init /\ [][FastNext]_vars
+
+FastSpec ==
+    /\ Init /\ [][FastNext]_vars
+    /\ \A n \in Nodes : WF_vars(NodeProgress(n))
+    /\ WF_vars(FastTick)
+
+-----------------------------------------------------------------------------
+(* Properties.                                                             *)
+Up == {n \in Nodes : pc[n] \notin {"crashed", "stopped"}}
+Ranks(s) == s.participants
+SortedRanks(s) == [m \in Parts(s) |-> Cardinality({k \in Parts(s) : k < m})]
+
+IsState(s) ==
+    /\ DOMAIN s = {"round", "complete", "deadline", "closed", "participants",
+                   "waitList", "redundancyList", "lastHeartbeats"}
+    /\ s.round \in Nat /\ s.complete \in BOOLEAN /\ s.closed \in BOOLEAN
+    /\ s.deadline = NoDeadline \/ s.deadline \in -1..LastCallTimeout
+    /\ Parts(s) \subseteq Nodes
+    /\ \A m \in Parts(s) : s.participants[m] \in 0..(MaxNodes - 1)
+    /\ s.waitList \subseteq Nodes /\ s.redundancyList \subseteq Nodes
+    /\ DOMAIN s.lastHeartbeats \subseteq Nodes
+    /\ \A m \in DOMAIN s.lastHeartbeats : s.lastHeartbeats[m] \in 0..HbCap
+
+TypeOK ==
+    /\ store = NoState \/ IsState(store)
+    /\ \A n \in Nodes :
+        /\ tokenCurrent[n] \in BOOLEAN
+        /\ IsState(local[n])
+        /\ dirty[n] \in BOOLEAN /\ fresh[n] \in BOOLEAN
+        /\ pc[n] \in {"idle", "sync", "decide", "sleep", "stopped", "crashed"}
+        /\ op[n] \in {"none", "exit", "join", "close", "keepalive"}
+        /\ opDl[n] \in OpDeadlineFloor..MaxOf(JoinTimeout, MaxOf(CloseTimeout, HeartbeatTimeout))
+        /\ result[n] \in {"none", "ok", "timeout", "closed", "gracefulExit"}
+        /\ view[n].round \in Nat \cup {-1}
+
+\* Never more than max_nodes participants.  G1.
+ParticipantsAtMostMaxInv == Count(Cur) <= MaxNodes
+
+\* No node is in two of participants, wait list and redundancy list, in the
+\* store or in any node's copy.  G1.
+Disjoint(s) ==
+    /\ Parts(s) \cap s.waitList = {}
+    /\ Parts(s) \cap s.redundancyList = {}
+    /\ s.waitList \cap s.redundancyList = {}
+ListsDisjointInv == Disjoint(Cur) /\ \A n \in Nodes : Disjoint(local[n])
+
+\* Ranks of a complete round are distinct, below max_nodes, and increase
+\* with the node order.  (At completion they are exactly 0..n-1, see
+\* CompletionRanksProp; when participants leave a complete round the rest
+\* keep their ranks, so gaps appear, but these three parts still hold.)  G1.
+RanksDistinctInv ==
+    Cur.complete =>
+        \A x, y \in Parts(Cur) : x # y => Cur.participants[x] # Cur.participants[y]
+RanksBelowMaxInv ==
+    Cur.complete => \A x \in Parts(Cur) : Cur.participants[x] < MaxNodes
+RanksFollowNodeOrderInv ==
+    Cur.complete =>
+        \A x, y \in Parts(Cur) : x < y => Cur.participants[x] < Cur.participants[y]
+
+\* The last-call deadline is set exactly while an incomplete round has at
+\* least min_nodes participants.
+DeadlineArmedInv ==
+    /\ Cur.complete => Cur.deadline = NoDeadline
+    /\ ~Cur.complete => (Cur.deadline # NoDeadline <=> Count(Cur) >= MinNodes)
+
+\* Two nodes never return different ranks for the same round.  G1.
+RankAgreementInv ==
+    \A m, n \in Nodes :
+        view[m].round = view[n].round /\ view[m].round >= 0 =>
+            \A x \in DOMAIN view[m].ranks \cap DOMAIN view[n].ranks :
+                view[m].ranks[x] = view[n].ranks[x]
+
+\* A node returns from next_rendezvous only as a participant of its round.
+ViewHasSelfInv ==
+    \A n \in Nodes : view[n].round >= 0 => n \in DOMAIN view[n].ranks
+
+\* (Difference 6) A wait-listed node of a complete round has room to join:
+\* NOT guaranteed by 2.13, checked by a must-fail model.
+WaitListHasRoomInv == Cur.complete /\ Cur.waitList # {} => Count(Cur) < MaxNodes
+
+\* ---- Action properties (checked as [][A]_store). ----
+Completes == Cur'.complete /\ (~Cur.complete \/ Cur'.round # Cur.round)
+
+\* closed never goes back.  G4.
+ClosedStableProp == [][Cur.closed => Cur'.closed]_store
+\* The round never decreases.  G1.
+RoundMonotoneProp == [][Cur'.round >= Cur.round]_store
+\* The round advances only past a complete round, by one.  G1.
+RoundAdvanceProp == [][Cur'.round # Cur.round => Cur.complete /\ Cur'.round = Cur.round + 1]_store
+\* Whenever a node's pending change reaches the store (its dirty flag clears
+\* and the store changes), no other write landed since the node read the
+\* state its change is based on (its token is current).  Ticks age the
+\* store but write nothing.  G2.
+NoLostUpdateProp ==
+    [][\A n \in Nodes : dirty[n] /\ ~dirty'[n] /\ store' # store => tokenCurrent[n]]_vars
+\* A round completes with min..max participants.  G1.
+CompletionCountProp == [][Completes => MinNodes <= Count(Cur') /\ Count(Cur') <= MaxNodes]_store
+\* A round completes with ranks exactly 0..n-1 in sorted node order.  G1.
+CompletionRanksProp == [][Completes => Ranks(Cur') = SortedRanks(Cur')]_store
+\* A complete round only loses participants (keeping their ranks) until the
+\* last one leaves and the round advances.  G1.
+CompleteRoundFrozenProp ==
+    [][Cur.complete /\ Cur'.round = Cur.round =>
+         /\ Cur'.complete
+         /\ Parts(Cur') \subseteq Parts(Cur)
+         /\ \A x \in Parts(Cur') : Cur'.participants[x] = Cur.participants[x]]_store
+
+\* ---- Liveness (under FastSpec). ----
+\* G3: while enough nodes are up and the rendezvous is open, an incomplete
+\* round eventually completes.
+RoundCompletesProp ==
+    ~Cur.complete ~> (Cur.complete \/ Cur.closed \/ Cardinality(Up) < MinNodes)
+\* G4: after a close, every running next_rendezvous eventually returns.
+ClosedJoinEndsProp ==
+    \A n \in Nodes : (Cur.closed /\ op[n] \in {"exit", "join"}) ~> (op[n] \notin {"exit", "join"})
+\* G4: a next_rendezvous that starts after the close ends closed (or graceful
+\* exit), unless the node crashes.
+ClosedJoinResultProp ==
+    \A n \in Nodes :
+        (Cur.closed /\ op[n] = "exit") ~> (result[n] \in {"closed", "gracefulExit"} \/ pc[n] = "crashed")
+=============================================================================
