@@ -10,9 +10,11 @@ trace spec reuses the spec's own actions and never re-implements them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tracecheck.traces import Trace
 
 __all__ = ["NODE", "ActionMap", "ProtocolMap", "spec_actions"]
 
@@ -60,6 +62,12 @@ class ProtocolMap(BaseModel):
     #: implementation really performs), at most ``max_hidden`` in a row.
     hidden_steps: tuple[str, ...] = ()
     max_hidden: int = Field(default=0, ge=0)
+    #: Constants computed from the traces of a batch (e.g. id bounds that only need to be
+    #: large enough): traces -> name -> TLA+ text. Traces batch when their other constants agree.
+    derive: Callable[[Sequence[Trace]], Mapping[str, str]] | None = None
+    #: ``module:ATTRIBUTE`` of the implementation's pydantic TypeAdapter for this protocol's
+    #: events; when set, every event is validated against it before anything is rendered.
+    event_schema: str | None = None
 
     @model_validator(mode="after")
     def _events_unique(self) -> ProtocolMap:

@@ -9,19 +9,22 @@ generated modules (a parse error, a crash) is a :class:`CheckerError`, never a v
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tracecheck.errors import TracecheckError
 from tracecheck.mapping import ProtocolMap
 from tracecheck.results import TLCResult, Verdict
 from tracecheck.tlc import TLCOptions, run_tlc
-from tracecheck.traces import Trace, TraceEvent
+from tracecheck.traces import Trace, TraceEvent, TraceFormatError
 from tracecheck.tracespec import (
     DATA_MODULE,
     MAX_TAG,
@@ -139,6 +142,31 @@ def furthest_cursors(result: TLCResult, count: int) -> list[int]:
     return furthest
 
 
+@cache
+def _schema(ref: str) -> TypeAdapter[Any]:
+    module_name, _, attribute = ref.partition(":")
+    adapter = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(adapter, TypeAdapter):
+        raise CheckerError(f"{ref} is not a pydantic TypeAdapter")
+    return adapter
+
+
+def check_schema(trace: Trace, mapping: ProtocolMap) -> None:
+    """Validate every event against the implementation's own event schema, if it has one."""
+    if mapping.event_schema is None:
+        return
+    adapter = _schema(mapping.event_schema)
+    for event, line in zip(trace.events, trace.lines, strict=True):
+        try:
+            adapter.validate_python(event.model_dump())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"][1:] or first["loc"])
+            raise TraceFormatError(
+                trace.source, line, f"field {field}: {first['msg']} ({event.event} schema)"
+            ) from exc
+
+
 def _require_clean(result: TLCResult, what: str) -> None:
     if result.verdict is not Verdict.SUCCESS:
         details = "; ".join(
@@ -180,6 +208,8 @@ def validate_traces(
                 f"{trace.source}: a {trace.header.protocol} trace, but the mapping is for "
                 f"{mapping.protocol}"
             )
+    for trace in traces:
+        check_schema(trace, mapping)
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for i, trace in enumerate(traces):
         key = tuple(sorted(constants_for(trace, mapping).items()))

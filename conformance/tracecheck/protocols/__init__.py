@@ -10,7 +10,7 @@ from tracecheck.mapping import ProtocolMap
 __all__ = ["MAPPINGS", "load_mapping"]
 
 #: protocol name -> "module:attribute" of its ProtocolMap; imported on first use.
-MAPPINGS: dict[str, str] = {}
+MAPPINGS: dict[str, str] = {"rref": "tracecheck.protocols.rref:RREF"}
 
 
 def load_mapping(ref: str) -> ProtocolMap:

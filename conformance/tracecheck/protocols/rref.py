@@ -1,0 +1,118 @@
+"""The RRef mapping: every event of protoref's RRef traces as a step of spec/rref/RRef.tla.
+
+Parameters are the spec action's, in order, logged under their TLA+ names. Post-state checks
+compare the acting worker's slice of each variable the action touches: per-worker variables are
+indexed by the worker; for the global sets of UserRRefs (``users``, ``held``, ...) the slice is
+the part that lives on the worker, as the implementation logs it. ``net`` and the history
+variables are not logged: the parameters pin every step down, so TLC computes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.traces import Trace
+
+__all__ = ["RREF"]
+
+#: TLA+ expression of the acting worker's (``@``) slice of each logged variable, after the step.
+_SLICE = {
+    "nextId": "nextId'[@]",
+    "owners": "owners'[@]",
+    "pendingOwners": "pendingOwners'[@]",
+    "forks": "forks'[@]",
+    "pendingUsers": "pendingUsers'[@]",
+    "confirmedUsers": "confirmedUsers'[@]",
+    "pendingChildren": "pendingChildren'[@]",
+    "ownerHeld": "ownerHeld'[@]",
+    "selfCalls": "selfCalls'[@]",
+    "tombstones": "tombstones'[@]",
+    "users": "{u \\in users' : u.on = @}",
+    **{
+        name: f"{{f \\in {name}' : \\E u \\in users' : u.fork = f /\\ u.on = @}}"
+        for name in ("held", "fetching", "fetched", "deleted", "timedOut")
+    },
+}
+
+#: event -> (spec parameters in order, logged post-state variables)
+_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "CreateLocalRRef": (("w",), ("nextId", "ownerHeld")),
+    "Remote": (
+        ("w", "dst"),
+        ("nextId", "owners", "forks", "ownerHeld", "selfCalls", "pendingUsers", "users", "held"),
+    ),
+    "PrepareChildFork": (
+        ("w", "dst", "r", "parent"),
+        ("nextId", "forks", "owners", "pendingChildren"),
+    ),
+    "ToHere": (("w", "f"), ("fetching", "fetched")),
+    "DropRRef": (("w", "f"), ("held",)),
+    "DropOwnerRRef": (("w", "r"), ("ownerHeld",)),
+    "RetrySend": (("m",), ()),
+    "TimeOutRemote": (
+        ("w", "r", "f"),
+        ("pendingUsers", "confirmedUsers", "timedOut", "selfCalls", "forks", "owners"),
+    ),
+    "TimeOutToHere": (("w", "f"), ("fetching",)),
+    "DelUser": (("w", "f"), ("deleted", "confirmedUsers")),
+    "AssignOwnerRRef": (("w", "r", "f"), ("owners", "forks", "pendingOwners")),
+    "ConfirmPendingUser": (("w", "r", "f"), ("pendingUsers", "confirmedUsers")),
+    "FinishCreatingOwnerRRef": (("w", "r"), ("selfCalls", "forks", "owners")),
+    "RetrieveOwnerRRef": (("w", "r", "f"), ("pendingOwners",)),
+    "ReceiveFetchRet": (("w", "r", "f"), ("fetching",)),
+    "GetOrCreateRRef": (
+        ("w", "r", "c"),
+        ("owners", "pendingOwners", "users", "held", "pendingUsers", "confirmedUsers"),
+    ),
+    "AddForkOfOwnerIfNotPresent": (("w", "r", "c"), ("forks",)),
+    "FinishForkRequest": (("w", "r", "c"), ("pendingUsers", "confirmedUsers")),
+    "DelPendingChild": (("w", "r", "c"), ("pendingChildren",)),
+    "DelForkOfOwner": (("w", "r", "f"), ("forks", "owners", "tombstones")),
+}
+
+
+def _max_local_ids(traces: Sequence[Trace]) -> Mapping[str, str]:
+    """MaxLocalId for a batch: per worker, the most ids any of the traces drew (a bound only
+    has to be large enough; the logged ids pin every step down)."""
+    top = dict.fromkeys(traces[0].header.nodes, 0)
+    for trace in traces:
+        for event in trace.events:
+            if "nextId" in event.post:
+                top[event.node] = max(top[event.node], int(event.post["nextId"]) - 1)
+    body = " @@ ".join(f'"{w}" :> {n}' for w, n in sorted(top.items()))
+    return {"MaxLocalId": f"({body})"}
+
+
+RREF = ProtocolMap(
+    protocol="rref",
+    module="RRef",
+    constants={
+        "Workers": "{nodes}",
+        **{
+            name: f"{{settings[{name}]}}"
+            for name in (
+                "Variant",
+                "Links",
+                "RemoteDsts",
+                "SelfRemote",
+                "Duplicates",
+                "Timeouts",
+                "G1",
+                "G2Workers",
+                "Shutdown",
+            )
+        },
+    },
+    derive=_max_local_ids,
+    event_schema="protoref.rref.trace:EVENT_ADAPTER",
+    actions=tuple(
+        ActionMap(event=event, params=params, post={v: _SLICE[v] for v in post})
+        for event, (params, post) in _TABLE.items()
+    ),
+    hidden={
+        "WaitAllWorkers": "graceful shutdown is not yet in the implementation (issue 4)",
+        "DelAllUsersAndUnforkedOwners": "graceful shutdown is not yet in the implementation",
+        "DestroyInstance": "graceful shutdown is not yet in the implementation",
+    },
+)
