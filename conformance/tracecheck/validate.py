@@ -15,8 +15,8 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
