@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## create .venv and install the project with its test tools (idempotent)
 
 .PHONY: check
-check: setup ## the main job: every quick TLC model against the manifest
+check: setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
 	$(TRACECHECK) check
+	$(TRACECHECK) campaign rref --runs 20 --seed 1
 
 .PHONY: test
 test: setup lint ## lint, type-check, then run the test suite (real TLC runs)

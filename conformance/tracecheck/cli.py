@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +23,7 @@ from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tracecheck.bench import bench_table, run_bench, write_block
+from tracecheck.campaign import run_campaign
 from tracecheck.errors import TracecheckError
 from tracecheck.manifest import (
     ModelCheck,
@@ -66,7 +68,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracecheck", description=__doc__)
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    _add_check(sub)
+    _add_tlc(sub)
+    _add_validate(sub)
+    _add_campaign(sub)
+    _add_bench(sub)
+    _add_docs(sub)
+    _add_sany(sub)
+    return parser
 
+
+def _add_check(sub: Any) -> None:
     check = sub.add_parser("check", help="run the manifest's models and compare TLC's verdicts")
     check.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     check.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
@@ -85,6 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print results as JSON")
     check.set_defaults(func=_cmd_check)
 
+
+def _add_tlc(sub: Any) -> None:
     tlc = sub.add_parser("tlc", help="model-check one spec ad hoc, with live progress")
     tlc.add_argument("spec", type=Path, help="the .tla module to check")
     tlc.add_argument("--config", type=Path, help="the .cfg (default: the module's name)")
@@ -102,6 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     tlc.epilog = "Flags after -- are passed to TLC verbatim, e.g. -- -view."
     tlc.set_defaults(func=_cmd_tlc)
 
+
+def _add_validate(sub: Any) -> None:
     validate = sub.add_parser(
         "validate", help="check implementation traces against their protocol's spec with TLC"
     )
@@ -117,6 +133,22 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(func=_cmd_validate)
 
+
+def _add_campaign(sub: Any) -> None:
+    campaign = sub.add_parser(
+        "campaign", help="simulate N seeded runs of an implementation and validate every trace"
+    )
+    campaign.add_argument("protocol", help="e.g. rref")
+    campaign.add_argument("--runs", type=int, default=20)
+    campaign.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
+    campaign.add_argument("--steps", type=int, default=150, help="workload steps per run")
+    campaign.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    campaign.add_argument("--out", type=Path, help="keep the traces in this folder")
+    campaign.add_argument("--json", action="store_true")
+    campaign.set_defaults(func=_cmd_campaign)
+
+
+def _add_bench(sub: Any) -> None:
     bench = sub.add_parser(
         "bench", help="run the deep models with the TLC ceiling; write docs/performance.md"
     )
@@ -125,16 +157,19 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
     bench.set_defaults(func=_cmd_bench)
 
+
+def _add_docs(sub: Any) -> None:
     docs = sub.add_parser("docs", help="write docs/models.md: the manifest as tables")
     docs.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     docs.add_argument("--out", type=Path, default=Path("docs/models.md"))
     docs.set_defaults(func=_cmd_docs)
 
+
+def _add_sany(sub: Any) -> None:
     sany = sub.add_parser("sany", help="parse and check a module with SANY")
     sany.add_argument("spec", type=Path)
     sany.add_argument("--json", action="store_true")
     sany.set_defaults(func=_cmd_sany)
-    return parser
 
 
 def _workers(value: str | None) -> int | str | None:
@@ -274,6 +309,31 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     else:
         print_report(console, report)
     return 0 if report.all_accepted else 1
+
+
+def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
+    toolchain()
+    console.print(
+        f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
+        f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
+    )
+    result = run_campaign(
+        args.protocol, args.runs, args.seed, args.steps, args.spec_root, out=args.out
+    )
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    else:
+        print_report(console, result.report)
+        console.print(
+            f"simulated in {result.simulate_seconds:.1f} s; "
+            + (
+                f"[red]rejected seeds {result.rejected_seeds}[/]"
+                if result.rejected_seeds
+                else "[green]every trace accepted[/]"
+            )
+            + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
+        )
+    return 0 if result.report.all_accepted else 1
 
 
 def _cmd_bench(args: argparse.Namespace, console: Console) -> int:

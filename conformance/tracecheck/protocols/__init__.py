@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from pathlib import Path
 
 from tracecheck.errors import TracecheckError
 from tracecheck.mapping import ProtocolMap
 
-__all__ = ["MAPPINGS", "load_mapping"]
+__all__ = ["MAPPINGS", "SIMULATORS", "load_mapping", "load_simulator"]
 
 #: protocol name -> "module:attribute" of its ProtocolMap; imported on first use.
 MAPPINGS: dict[str, str] = {"rref": "tracecheck.protocols.rref:RREF"}
+
+
+#: protocol name -> "module:function" of ``simulate(seed, steps, out_path)`` for campaigns.
+SIMULATORS: dict[str, str] = {"rref": "tracecheck.protocols.rref:simulate"}
+
+Simulate = Callable[[int, int, Path], None]
+
+
+def load_simulator(protocol: str) -> Simulate:
+    """The seeded simulator a campaign runs for ``protocol``."""
+    target = SIMULATORS.get(protocol)
+    if target is None:
+        known = ", ".join(sorted(SIMULATORS))
+        raise TracecheckError(f"no simulator for protocol {protocol!r} (known: {known})")
+    module_name, _, attribute = target.partition(":")
+    simulate: Simulate = getattr(importlib.import_module(module_name), attribute)
+    return simulate
 
 
 def load_mapping(ref: str) -> ProtocolMap:

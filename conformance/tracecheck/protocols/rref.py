@@ -10,6 +10,7 @@ variables are not logged: the parameters pin every step down, so TLC computes th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from tracecheck.mapping import ActionMap, ProtocolMap
 from tracecheck.traces import Trace
@@ -116,3 +117,11 @@ RREF = ProtocolMap(
         "DestroyInstance": "graceful shutdown is not yet in the implementation",
     },
 )
+
+
+def simulate(seed: int, steps: int, out: Path) -> None:
+    """One seeded random run of protoref's RRef simulator, its trace written to ``out``."""
+    from protoref.rref.simulator import Simulator  # noqa: PLC0415 - only campaigns need it
+    from protoref.tracing import JsonlSink  # noqa: PLC0415
+
+    Simulator(seed, sink=JsonlSink(str(out))).run(steps)

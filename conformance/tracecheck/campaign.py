@@ -1,0 +1,74 @@
+"""Campaigns: simulate N seeded runs of a protocol's implementation, validate every trace.
+
+Each run's seed is ``first_seed + i``, so any rejected run is reproduced by its seed alone
+(`python -m protoref.rref.simulator --seed S`). Traces go to a folder of the caller's choice,
+or to a temporary one that is removed afterwards unless a trace was rejected.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.traces import load_trace
+from tracecheck.validate import ValidationReport, validate_traces
+
+__all__ = ["CampaignResult", "run_campaign"]
+
+
+class CampaignResult(BaseModel):
+    """What a campaign did: seeds, where the traces are, the validation report."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    protocol: str
+    seeds: list[int]
+    trace_dir: str | None
+    simulate_seconds: float
+    report: ValidationReport
+
+    @property
+    def rejected_seeds(self) -> list[int]:
+        return [s for s, v in zip(self.seeds, self.report.verdicts, strict=True) if not v.accepted]
+
+
+def run_campaign(
+    protocol: str,
+    runs: int,
+    first_seed: int,
+    steps: int,
+    spec_root: Path,
+    *,
+    out: Path | None = None,
+    explain: bool = True,
+) -> CampaignResult:
+    """Simulate ``runs`` seeded runs and validate all their traces in one batch."""
+    simulate = load_simulator(protocol)
+    mapping = load_mapping(protocol)
+    folder = out or Path(tempfile.mkdtemp(prefix=f"campaign-{protocol}-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    seeds = list(range(first_seed, first_seed + runs))
+    started = time.monotonic()
+    paths = []
+    for seed in seeds:
+        path = folder / f"{protocol}-seed{seed}.ndjson"
+        simulate(seed, steps, path)
+        paths.append(path)
+    simulated = time.monotonic() - started
+    traces = [load_trace(p) for p in paths]
+    report = validate_traces(traces, mapping, spec_root, explain=explain)
+    keep = out is not None or not report.all_accepted
+    if not keep:
+        shutil.rmtree(folder, ignore_errors=True)
+    return CampaignResult(
+        protocol=protocol,
+        seeds=seeds,
+        trace_dir=str(folder) if keep else None,
+        simulate_seconds=simulated,
+        report=report,
+    )

@@ -1,0 +1,56 @@
+"""The RRef mapping against the spec and the implementation, statically and with real runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from protoref.rref.trace import ACTION_ARGS, EVENT_MODELS
+from tracecheck.campaign import run_campaign
+from tracecheck.mapping import spec_actions
+from tracecheck.protocols import load_mapping
+from tracecheck.protocols.rref import RREF
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SPEC = (ROOT / "spec" / "rref" / "RRef.tla").read_text(encoding="utf-8")
+
+
+def test_every_spec_action_is_mapped_or_hidden_with_a_reason() -> None:
+    actions = spec_actions(SPEC)
+    assert RREF.unmapped(set(actions)) == set()
+    assert all(reason.strip() for reason in RREF.hidden.values())
+    assert set(RREF.hidden) <= set(actions)
+
+
+def test_mapped_parameters_are_the_spec_actions_parameters() -> None:
+    actions = spec_actions(SPEC)
+    for row in RREF.actions:
+        assert row.params == actions[row.event], row.event
+
+
+def test_every_implementation_event_maps_and_carries_the_mapped_fields() -> None:
+    mapped = {a.event for a in RREF.actions}
+    assert set(EVENT_MODELS) <= mapped
+    for name, model in EVENT_MODELS.items():
+        row = RREF.action(name)
+        assert row is not None
+        args = ACTION_ARGS[name].model_fields
+        assert {f.alias or n for n, f in args.items()} == set(row.args), name
+        post = model.model_fields["post"].annotation
+        assert post is not None
+        logged = {f.alias or n for n, f in post.model_fields.items()}
+        assert logged == set(row.post), name
+
+
+def test_the_registry_finds_the_rref_mapping() -> None:
+    assert load_mapping("rref") is RREF
+
+
+def test_a_seeded_campaign_is_accepted_in_one_tlc_run(tmp_path: Path) -> None:
+    result = run_campaign("rref", 4, 11, 60, ROOT / "spec", out=tmp_path)
+    assert result.report.all_accepted, [v.rejection for v in result.report.verdicts]
+    assert result.report.tlc_runs == 1
+    assert result.rejected_seeds == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"rref-seed{s}.ndjson" for s in (11, 12, 13, 14)
+    ]
+    assert sum(result.report.coverage.values()) == result.report.events
