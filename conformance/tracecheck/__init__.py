@@ -1,3 +1,55 @@
-"""tracecheck: run TLC on the project's models and check implementation traces against the specs."""
+"""tracecheck: run TLC on the project's models and check implementation traces against the specs.
 
-__all__: list[str] = []
+The public API: the TLC runner (:func:`run_tlc`, :func:`run_sany`), the model manifest
+(:func:`load_manifest`, :func:`run_model`), trace loading (:func:`load_trace`,
+:func:`merge_traces`), mapping tables (:class:`ProtocolMap`, :class:`ActionMap`), and
+validation (:func:`validate_traces`, :func:`run_campaign`).
+"""
+
+from tracecheck.campaign import CampaignResult, run_campaign
+from tracecheck.errors import (
+    JavaNotFoundError,
+    ManifestError,
+    TLCJarNotFoundError,
+    ToolchainError,
+    TracecheckError,
+)
+from tracecheck.explain import Explanation
+from tracecheck.manifest import Manifest, ModelCheck, load_manifest, run_model
+from tracecheck.mapping import ActionMap, ProtocolMap, spec_actions
+from tracecheck.results import Counterexample, TLCResult, Verdict
+from tracecheck.tlc import TLCOptions, run_sany, run_tlc
+from tracecheck.traces import Trace, TraceFormatError, load_trace, merge_traces
+from tracecheck.validate import CheckerError, TraceVerdict, ValidationReport, validate_traces
+
+__all__ = [
+    "ActionMap",
+    "CampaignResult",
+    "CheckerError",
+    "Counterexample",
+    "Explanation",
+    "JavaNotFoundError",
+    "Manifest",
+    "ManifestError",
+    "ModelCheck",
+    "ProtocolMap",
+    "TLCJarNotFoundError",
+    "TLCOptions",
+    "TLCResult",
+    "ToolchainError",
+    "Trace",
+    "TraceFormatError",
+    "TraceVerdict",
+    "TracecheckError",
+    "ValidationReport",
+    "Verdict",
+    "load_manifest",
+    "load_trace",
+    "merge_traces",
+    "run_campaign",
+    "run_model",
+    "run_sany",
+    "run_tlc",
+    "spec_actions",
+    "validate_traces",
+]
