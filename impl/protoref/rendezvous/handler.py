@@ -1,0 +1,205 @@
+"""``DynamicRendezvousHandler``: torch's handler interface over the sans-IO core and a store.
+
+Differences from torch 2.13, on purpose:
+
+- When an op must wait (torch's SYNC, a fixed 1 s sleep) the node waits on the store's change
+  notification for at most ``poll_interval`` or until the next time-based event (op deadline,
+  last call, a heartbeat falling due or expiring), then reads the store. A node learns of
+  completion as soon as it is written.
+- No random 0-0.3 s delay before the first round (``start_delay`` setting of this class, 0 by
+  default): a compare-and-set store under contention costs a retry, not a sleep.
+- The state is stored as schema-checked JSON (:mod:`protoref.rendezvous.codec`), never pickled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import socket
+import threading
+from dataclasses import dataclass
+
+from protoref.rendezvous.clock import Clock, MonotonicClock
+from protoref.rendezvous.errors import (
+    RendezvousClosedError,
+    RendezvousError,
+    RendezvousGracefulExitError,
+    RendezvousTimeoutError,
+)
+from protoref.rendezvous.executor import NodeRunner, Observer, Pc
+from protoref.rendezvous.holder import StateHolder
+from protoref.rendezvous.ops import Action, Op
+from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.store import RendezvousStore
+
+__all__ = ["DynamicRendezvousHandler", "RendezvousInfo", "new_node_desc"]
+
+_local_ids = itertools.count()
+_local_ids_lock = threading.Lock()
+
+
+def new_node_desc(addr: str | None = None) -> NodeDesc:
+    """torch's ``_NodeDescGenerator.generate``: (addr or FQDN, pid, a per-process counter)."""
+    with _local_ids_lock:
+        local_id = next(_local_ids)
+    return NodeDesc(addr or socket.getfqdn(), os.getpid(), local_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RendezvousInfo:
+    """What ``next_rendezvous`` returns: the trainer's rank and world size, and where the
+    round's key-value space is (torch's ``PrefixStore("torch.rendezvous.<run_id>.<round>")``)."""
+
+    rank: int
+    world_size: int
+    round: int
+    store: RendezvousStore
+    store_prefix: str
+
+
+_MIN_WAIT = 0.0005
+
+
+class DynamicRendezvousHandler:
+    """One node's rendezvous handler."""
+
+    def __init__(
+        self,
+        store: RendezvousStore,
+        settings: RendezvousSettings,
+        *,
+        node: NodeDesc | None = None,
+        clock: Clock | None = None,
+        observer: Observer | None = None,
+        start_delay: float = 0.0,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.node = node or new_node_desc()
+        self.clock: Clock = clock or MonotonicClock()
+        self.start_delay = start_delay
+        self._runner = NodeRunner(self.node, StateHolder(store, settings), observer)
+        self._lock = threading.RLock()  # torch's _heartbeat_lock: one op at a time
+        self._heartbeat_stop: threading.Event | None = None
+        self._heartbeat_thread: threading.Thread | None = None
+        self.last_heartbeat_error: RendezvousError | None = None
+
+    # ------------------------------------------------------------------ torch's interface
+
+    def get_run_id(self) -> str:
+        return self.settings.run_id
+
+    def next_rendezvous(self) -> RendezvousInfo:
+        """Exit the current round if in it, join the next one; ``RendezvousInfo`` once complete."""
+        self._stop_heartbeats()
+        if self.start_delay > 0 and self._runner.holder.state.round == 0:
+            threading.Event().wait(random.uniform(0, self.start_delay))
+        with self._lock:
+            self._run(Op.EXIT)
+            view = self._runner.view
+        self._start_heartbeats()
+        assert view is not None
+        prefix = f"torch.rendezvous.{self.settings.run_id}.{view.round}"
+        return RendezvousInfo(
+            view.ranks[self.node], len(view.ranks), view.round, self.store, prefix
+        )
+
+    def is_closed(self) -> bool:
+        with self._lock:
+            return self._read().closed
+
+    def set_closed(self) -> None:
+        with self._lock:
+            self._run(Op.CLOSE)
+
+    def num_nodes_waiting(self) -> int:
+        """Nodes in the wait list (the redundancy list is not counted, as in torch)."""
+        with self._lock:
+            return len(self._read().wait_list)
+
+    def shutdown(self) -> bool:
+        """Stop heartbeats and close the rendezvous; False if closing failed."""
+        self._stop_heartbeats()
+        try:
+            self.set_closed()
+        except RendezvousError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ the executor loop
+
+    def _read(self) -> RendezvousState:
+        holder = self._runner.holder
+        if not holder.dirty:
+            holder.sync(self.clock.now())  # a read-only sync, outside any op (not traced)
+        return holder.state
+
+    def _run(self, op: Op) -> None:
+        """``_DistributedRendezvousOpExecutor.run``: sync, decide, apply until the op ends."""
+        runner = self._runner
+        runner.start(op, self.clock.now())
+        while runner.pc not in (Pc.IDLE, Pc.STOPPED):
+            runner.sync_step(self.clock.now())
+            action = runner.decide_step(self.clock.now())
+            if action is Action.SYNC:
+                self._wait_for_change()
+            elif action is Action.ERROR_CLOSED:
+                raise RendezvousClosedError(f"rendezvous {self.settings.run_id!r} is closed")
+            elif action is Action.GRACEFUL_EXIT:
+                raise RendezvousGracefulExitError(
+                    f"rendezvous {self.settings.run_id!r} closed while {self.node} was redundant"
+                )
+            elif action is Action.ERROR_TIMEOUT:
+                raise RendezvousTimeoutError(
+                    f"{op.value} op of {self.node} passed its deadline in rendezvous "
+                    f"{self.settings.run_id!r}"
+                )
+
+    def _wait_for_change(self) -> None:
+        """Instead of torch's 1 s sleep: wait for the store to change, or for the next moment
+        at which time alone could change the op's decision."""
+        runner, now = self._runner, self.clock.now()
+        s, cfg = runner.holder.state, self.settings
+        due = [runner.deadline + 1e-6, now + cfg.poll_interval]
+        if s.deadline is not None:
+            due.append(s.deadline + 1e-6)
+        for node, beat in s.last_heartbeats.items():
+            due.append(beat + cfg.heartbeat_expiry + 1e-6)
+            if node == self.node:
+                due.append(beat + cfg.keep_alive_interval)
+        timeout = max(min(due) - now, _MIN_WAIT)
+        self.store.wait_for_change(runner.holder.key, runner.holder.token, timeout)
+
+    # ------------------------------------------------------------------ heartbeats
+
+    def _keep_alive(self) -> None:
+        with self._lock:
+            try:
+                self._run(Op.KEEP_ALIVE)
+            except RendezvousError as err:  # torch logs and swallows these
+                self.last_heartbeat_error = err
+                if self._runner.pc is not Pc.STOPPED:
+                    self._runner.pc, self._runner.op = Pc.IDLE, None
+
+    def _heartbeat_loop(self, stop: threading.Event) -> None:
+        while not stop.wait(self.settings.keep_alive_interval):
+            self._keep_alive()
+
+    def _start_heartbeats(self) -> None:
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=self._heartbeat_loop,
+            args=(stop,),
+            name=f"rdzv-heartbeat-{self.node}",
+            daemon=True,
+        )
+        self._heartbeat_stop, self._heartbeat_thread = stop, thread
+        thread.start()
+
+    def _stop_heartbeats(self) -> None:
+        if self._heartbeat_stop is not None and self._heartbeat_thread is not None:
+            self._heartbeat_stop.set()
+            if self._heartbeat_thread is not threading.current_thread():
+                self._heartbeat_thread.join()
+        self._heartbeat_stop = self._heartbeat_thread = None
