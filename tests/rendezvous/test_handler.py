@@ -1,0 +1,122 @@
+"""The handler on the in-memory store with real threads (no wall-clock assertions)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from protoref.rendezvous.errors import (
+    RendezvousClosedError,
+    RendezvousGracefulExitError,
+    RendezvousTimeoutError,
+)
+from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo
+from protoref.rendezvous.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.store import InMemoryStore
+
+JOIN_LIMIT = 30.0  # seconds a test thread may take before the test fails (never reached)
+
+
+def _nodes(n: int) -> list[NodeDesc]:
+    return [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(n)]
+
+
+@pytest.fixture
+def handlers() -> Iterator[list[DynamicRendezvousHandler]]:
+    made: list[DynamicRendezvousHandler] = []
+    yield made
+    for h in made:
+        h._stop_heartbeats()
+
+
+def _run_all(hs: list[DynamicRendezvousHandler]) -> dict[NodeDesc, RendezvousInfo]:
+    out: dict[NodeDesc, RendezvousInfo] = {}
+    errors: list[BaseException] = []
+
+    def go(h: DynamicRendezvousHandler) -> None:
+        try:
+            out[h.node] = h.next_rendezvous()
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=go, args=(h,)) for h in hs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(JOIN_LIMIT)
+        assert not t.is_alive()
+    assert not errors, errors
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_ranks_follow_sorted_node_order(n: int, handlers: list[DynamicRendezvousHandler]) -> None:
+    store = InMemoryStore()
+    cfg = RendezvousSettings(run_id="t", min_nodes=n, max_nodes=n)
+    handlers += [DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(n)]
+    out = _run_all(handlers)
+    expected = {node: rank for rank, node in enumerate(sorted(_nodes(n)))}
+    assert {node: info.rank for node, info in out.items()} == expected
+    assert {info.world_size for info in out.values()} == {n}
+    assert {info.store_prefix for info in out.values()} == {"torch.rendezvous.t.0"}
+
+
+def test_last_call_completes_between_min_and_max(handlers: list[DynamicRendezvousHandler]) -> None:
+    store = InMemoryStore()
+    cfg = RendezvousSettings(run_id="t", min_nodes=2, max_nodes=4, last_call_timeout=0.05)
+    handlers += [DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(2)]
+    out = _run_all(handlers)
+    assert sorted(i.rank for i in out.values()) == [0, 1]
+
+
+def test_second_round_after_an_exit(handlers: list[DynamicRendezvousHandler]) -> None:
+    store = InMemoryStore()
+    cfg = RendezvousSettings(run_id="t", min_nodes=2, max_nodes=2)
+    handlers += [DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(2)]
+    assert {i.round for i in _run_all(handlers).values()} == {0}
+    second = _run_all(handlers)  # both exit round 0; the last one out bumps the round
+    assert {i.round for i in second.values()} == {1}
+    assert sorted(i.rank for i in second.values()) == [0, 1]
+
+
+def test_waiting_close_and_shutdown(handlers: list[DynamicRendezvousHandler]) -> None:
+    store = InMemoryStore()
+    cfg = RendezvousSettings(run_id="t", min_nodes=1, max_nodes=1, cache_duration=0)
+    a, b = (DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(2))
+    handlers += [a, b]
+    assert a.next_rendezvous().rank == 0
+    assert a.get_run_id() == "t"
+    # b finds the round complete and full: it waits in the redundancy list (not counted).
+    ended: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            b.next_rendezvous()
+        except RendezvousGracefulExitError as err:  # closed while redundant (2.13 rule 1)
+            ended.append(err)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    assert not a.is_closed()
+    assert a.num_nodes_waiting() == 0
+    assert a.shutdown()
+    waiter.join(JOIN_LIMIT)
+    assert not waiter.is_alive()
+    assert len(ended) == 1
+    assert b.is_closed()
+    with pytest.raises(RendezvousClosedError):
+        DynamicRendezvousHandler(store, cfg, node=NodeDesc("x", 1, 1)).next_rendezvous()
+
+
+def test_join_times_out_below_min(handlers: list[DynamicRendezvousHandler]) -> None:
+    store = InMemoryStore()
+    cfg = RendezvousSettings(
+        run_id="t", min_nodes=2, max_nodes=2, join_timeout=0.05, rollback_period=0.05
+    )
+    h = DynamicRendezvousHandler(store, cfg, node=_nodes(1)[0])
+    handlers.append(h)
+    with pytest.raises(RendezvousTimeoutError):
+        h.next_rendezvous()
+    assert h.num_nodes_waiting() == 0
