@@ -1,0 +1,145 @@
+"""Planted bugs: broken variants of the Reference RRef implementation, for proving the checker.
+
+Each :class:`Fault` is a real protocol bug of the kind PyTorch's RRef protocol has had or guards
+against. :func:`inject` applies one for the duration of a ``with`` block by wrapping the core's
+transition function as the simulator calls it (``protoref.rref.simulator.core_step``) and, for
+the refcount bugs, :meth:`RRefContext.referenced`. Nothing in :mod:`protoref.rref.machine` or
+the simulator changes: outside the block the implementation is the correct one.
+
+A broken run usually ends in a runtime error of its own (a :class:`ProtocolError` on a state the
+bug made impossible, or a :class:`LeakError` at quiescence); :func:`run_with_fault` stops there
+and keeps the trace written so far, which is what the checker is then given.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Final
+
+from protoref.errors import ProtorefError
+from protoref.ids import GloballyUniqueId
+from protoref.rref import events as ev
+from protoref.rref import machine
+from protoref.rref import simulator as sim_module
+from protoref.rref.machine import Step
+from protoref.rref.simulator import SimConfig, Simulator
+from protoref.rref.state import RRefContext
+from protoref.tracing import TraceSink
+
+__all__ = ["FAULTS", "Fault", "inject", "run_with_fault"]
+
+
+class Fault(enum.Enum):
+    """A planted bug. The value is its name on the command line and in test ids."""
+
+    #: The refcount ignores pendingUsers_: a UserRRef the application dropped is deleted (its
+    #: RREF_USER_DELETE sent) before the owner confirmed it (REMOTE_RET / RREF_ACK). Breaks G2.
+    DELETE_BEFORE_ACK = "delete-before-ack"
+    #: The refcount ignores pendingChildren_: a parent UserRRef is deleted while a child forked
+    #: from it is not yet accepted by the owner. Breaks G2 (R2, ParentHeldInv).
+    PARENT_BEFORE_CHILD = "parent-before-child"
+    #: prepareChildFork forgets addPendingChild: the parent is not kept alive for its child.
+    FORGET_PENDING_CHILD = "forget-pending-child"
+    #: addForkOfOwnerIfNotPresent has no tombstone check: a late duplicate RREF_FORK_REQUEST
+    #: re-inserts a fork whose RREF_USER_DELETE was already processed (#26759, R7).
+    RESURRECT_DELETED_FORK = "resurrect-deleted-fork"
+    #: delForkOfOwner erases owners_[r] on any USER_DELETE, although other forks remain (R1).
+    OWNER_DELETED_WHILE_FORKED = "owner-deleted-while-forked"
+    #: confirmPendingUser removes the fork from pendingUsers_ but forgets confirmedUsers_.
+    CONFIRM_FORGETS_USER = "confirm-forgets-user"
+    #: rpc.remote draws the ForkId but advances nextLocalId_ by one only: the next RRefId
+    #: reuses the ForkId (R6, UniqueIdsInv).
+    REUSE_IDS = "reuse-ids"
+
+
+FAULTS: Final = tuple(Fault)
+
+Transition = Callable[[RRefContext, ev.RRefInput], Step]
+
+
+def _broken(fault: Fault, ctx: RRefContext, inp: ev.RRefInput, result: Step) -> Step:
+    """The correct step's result, changed the way ``fault`` breaks it."""
+    state = result.state
+    if fault is Fault.FORGET_PENDING_CHILD and isinstance(inp, ev.PrepareChildFork):
+        state = replace(state, pending_children=ctx.pending_children)
+    elif fault is Fault.RESURRECT_DELETED_FORK and isinstance(inp, ev.ForkRequest):
+        state = replace(state, forks=ctx.forks | {(inp.rref, inp.fork)})
+    elif fault is Fault.OWNER_DELETED_WHILE_FORKED and isinstance(inp, ev.UserDelete):
+        state = replace(state, owners=state.owners - {inp.rref})
+    elif (
+        fault is Fault.CONFIRM_FORGETS_USER
+        and isinstance(inp, ev.RemoteRet)
+        and inp.fork != inp.rref
+    ):
+        state = replace(state, confirmed_users=ctx.confirmed_users)
+    elif fault is Fault.REUSE_IDS and isinstance(inp, ev.Remote) and inp.dst != ctx.me:
+        state = replace(state, next_id=ctx.next_id + 1)
+    return result if state is result.state else replace(result, state=state)
+
+
+def _step_with(fault: Fault) -> Transition:
+    def step(ctx: RRefContext, inp: ev.RRefInput) -> Step:
+        return _broken(fault, ctx, inp, machine.step(ctx, inp))
+
+    return step
+
+
+def _referenced_without(fault: Fault) -> Callable[[RRefContext, GloballyUniqueId], bool]:
+    """RRefContext.referenced with one strong holder forgotten."""
+
+    def referenced(self: RRefContext, f: GloballyUniqueId) -> bool:
+        return (
+            f in self.held
+            or (fault is not Fault.DELETE_BEFORE_ACK and f in self.pending_users)
+            or (
+                fault is not Fault.PARENT_BEFORE_CHILD
+                and any(parent == f for _, parent in self.pending_children)
+            )
+            or f in self.fetching
+        )
+
+    return referenced
+
+
+#: The name under which the simulator calls the core (``from ... import step as core_step``).
+_HOOK: Final = "core_step"
+_REFCOUNT: Final = frozenset({Fault.DELETE_BEFORE_ACK, Fault.PARENT_BEFORE_CHILD})
+
+
+@contextmanager
+def inject(fault: Fault) -> Iterator[None]:
+    """Run the simulator with ``fault`` planted inside the ``with`` block (not thread-safe)."""
+    # setattr/getattr: the simulator's module global and a method are replaced on purpose.
+    saved_step: Transition = getattr(sim_module, _HOOK)
+    saved_referenced = RRefContext.referenced
+    setattr(sim_module, _HOOK, _step_with(fault))
+    if fault in _REFCOUNT:
+        setattr(RRefContext, "referenced", _referenced_without(fault))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(sim_module, _HOOK, saved_step)
+        setattr(RRefContext, "referenced", saved_referenced)  # noqa: B010
+
+
+def run_with_fault(
+    fault: Fault,
+    seed: int,
+    steps: int,
+    sink: TraceSink,
+    config: SimConfig | None = None,
+) -> ProtorefError | None:
+    """A seeded random run with ``fault`` planted, traced to ``sink``; returns the runtime error
+    that stopped it, if one did (the trace up to that point is in the sink, which is closed)."""
+    with inject(fault):
+        simulator = Simulator(seed, config, sink)
+        try:
+            simulator.run(steps)
+        except ProtorefError as exc:
+            return exc
+        finally:
+            sink.close()
+    return None
