@@ -163,13 +163,42 @@ def rules(tree: Node) -> list[str]:
     return out
 
 
+def conditions(tree: Node) -> list[str]:
+    """Names of the operators used in the conditions, in order of first use."""
+    seen: list[str] = []
+
+    def walk(node: Node) -> None:
+        if isinstance(node, If):
+            for name in re.findall(r"[A-Z][A-Za-z0-9]*", node.cond):
+                if name not in seen:
+                    seen.append(name)
+            walk(node.then)
+            walk(node.other)
+
+    walk(tree)
+    return seen
+
+
+def definitions(text: str, names: list[str]) -> list[str]:
+    """One table row per condition operator: its name and its TLA+ body."""
+    rows = []
+    for name in names:
+        body = " ".join(operator_body(text, name).split())
+        rows.append(f"| `{name}` | `{body.replace('|', '&#124;')}` |")
+    return rows
+
+
 def render() -> str:
-    tree = Parser(operator_body(SPEC.read_text(encoding="utf-8"), OPERATOR)).expr()
+    text = SPEC.read_text(encoding="utf-8")
+    tree = Parser(operator_body(text, OPERATOR)).expr()
     chain = "\n".join(f"{i}. `{c}`" for i, c in enumerate(rules(tree), 1))
+    defs = "\n".join(definitions(text, conditions(tree)))
     return (
         f"{BEGIN}\n"
         f"Top-level rules of `{OPERATOR}` in order (the first that holds wins):\n\n"
-        f"{chain}\n\n```mermaid\n{mermaid(tree)}\n```\n{END}"
+        f"{chain}\n\nThe conditions, as defined in the spec (on n's local copy):\n\n"
+        f"| condition | definition |\n|---|---|\n{defs}\n\n"
+        f"```mermaid\n{mermaid(tree)}\n```\n{END}"
     )
 
 
