@@ -60,15 +60,16 @@ class FrontierState(BaseModel):
     enabled: bool
     #: The first guard conjunct that is false (spec text), if one is.
     failed_guard: str | None = None
-    #: 1-based index of that conjunct among the action's top-level conjuncts.
-    failed_guard_index: int | None = None
+    #: Where that conjunct is: "2" is the action's second top-level conjunct; "3.1" the first
+    #: conjunct under the existential quantifier that is its third.
+    failed_guard_at: str | None = None
     post: list[PostCheck] = Field(default_factory=list)
 
     def reason(self) -> str:
         """One sentence: why the event cannot be taken here."""
         if not self.enabled:
             if self.failed_guard is not None:
-                return f"not enabled: conjunct {self.failed_guard_index} is false: " + " ".join(
+                return f"not enabled: conjunct {self.failed_guard_at} is false: " + " ".join(
                     self.failed_guard.split()
                 )
             return "not enabled with the logged parameters (no single guard conjunct is false)"
@@ -107,43 +108,135 @@ def split_action(module_text: str, name: str) -> tuple[tuple[str, ...], list[tup
     end = re.search(r"^(?=\S)", rest, re.MULTILINE)
     body = rest[: end.start()] if end and end.start() > 0 else rest
     body = re.sub(r"\\\*[^\n]*", "", body)
-    lines = body.splitlines()
-    first_col = min(
-        (len(ln) - len(ln.lstrip()) for ln in lines if ln.lstrip().startswith("/\\")),
-        default=None,
-    )
-    if first_col is None or (not lines[0].strip().startswith("/\\") and lines[0].strip()):
-        return params, [(0, body.strip())]
+    column = match.end() - module_text.rfind("\n", 0, match.end()) - 1
+    block = " " * column + body
+    leading = body[: len(body) - len(body.lstrip())]
+    start = len(leading) - leading.rfind("\n") - 1 if "\n" in leading else column + len(leading)
+    return params, _bullets(block) or [(start, body.strip())]
+
+
+def _bullets(block: str) -> list[tuple[int, str]] | None:
+    """Split a block (first line padded to its true column) into its ``/\\`` conjuncts, each
+    as (column of its text, text with later lines verbatim); None if it is no bulleted list."""
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    if not lines or not lines[0].lstrip().startswith("/\\"):
+        return None
+    bullet = len(lines[0]) - len(lines[0].lstrip())
     conjuncts: list[tuple[int, list[str]]] = []
     for line in lines:
         indent = len(line) - len(line.lstrip())
-        if line.lstrip().startswith("/\\") and indent == first_col:
-            conjuncts.append((indent + 3, [line[indent + 2 :].strip()]))
-        elif conjuncts and line.strip():
+        if indent == bullet and line.lstrip().startswith("/\\"):
+            text = line[indent + 2 :]
+            conjuncts.append((indent + 2 + len(text) - len(text.lstrip()), [text.strip()]))
+        elif indent <= bullet:
+            break  # the list ended (a line at or left of the bullets that is no bullet)
+        else:
             conjuncts[-1][1].append(line)
-    return params, [(col, "\n".join(text)) for col, text in conjuncts]
+    return [(col, "\n".join(text)) for col, text in conjuncts]
 
 
-def _is_guard(text: str) -> bool:
-    return "'" not in text and "UNCHANGED" not in text
+def _acting(module_text: str) -> frozenset[str]:
+    """Names of the module's definitions that prime a variable, directly or through others."""
+    bodies: dict[str, str] = {}
+    matches = list(_DEFINITION.finditer(module_text))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(module_text)
+        bodies[match[1]] = _strip_comments(module_text[match.end() : end])
+    acting = {name for name, body in bodies.items() if "'" in body or "UNCHANGED" in body}
+    grew = True
+    while grew:
+        grew = False
+        for name, body in bodies.items():
+            if name not in acting and set(_WORD.findall(body)) & acting:
+                acting.add(name)
+                grew = True
+    return frozenset(acting)
 
 
-def _guard_defs(
-    params: tuple[str, ...], conjuncts: list[tuple[int, str]]
-) -> tuple[list[str], list[str]]:
-    """Operators TVGuard_i(params) == conjunct i, keeping the conjunct's columns."""
+_DEFINITION = re.compile(r"^([A-Z][A-Za-z0-9_]*)(?:\([^)]*\))?\s*==", re.MULTILINE)
+_WORD = re.compile(r"\b[A-Z][A-Za-z0-9_]*\b")
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"\(\*.*?\*\)", "", text, flags=re.DOTALL)
+    return re.sub(r"\\\*[^\n]*", "", text)
+
+
+def _is_guard(text: str, acting: frozenset[str] = frozenset()) -> bool:
+    """A conjunct TLC can evaluate in a state: no prime, no UNCHANGED, no call of an action."""
+    if "'" in text or "UNCHANGED" in text:
+        return False
+    return not set(_WORD.findall(text)) & acting
+
+
+def _existential(column: int, text: str) -> tuple[str, str, list[tuple[int, str]]] | None:
+    """``\\E v \\in S : /\\ h1 /\\ h2 ...`` as (v, S, the conjuncts h_i), else None."""
+    if not text.startswith("\\E "):
+        return None
+    depth = 0
+    for i, char in enumerate(text):
+        depth += (char in "([{<" and 1) or 0
+        depth -= (char in ")]}>" and 1) or 0
+        if char == ":" and depth == 0 and text[i + 1 : i + 2] != ">":
+            binder = re.fullmatch(r"\\E\s+(\w+)\s+\\in\s+(.+)", text[:i].strip(), re.DOTALL)
+            if binder is None:
+                return None
+            first_line_end = text.find("\n")
+            rest_col = column + i + 1 if first_line_end == -1 or i < first_line_end else 0
+            if first_line_end != -1 and i > first_line_end:
+                return None  # a binder over several lines: not worth guessing columns
+            inner = _bullets(" " * rest_col + text[i + 1 :])
+            return binder[1], " ".join(binder[2].split()), inner or []
+    return None
+
+
+def _operator(name: str, params: Sequence[str], column: int, text: str) -> str:
+    """``name(params) ==`` then ``text`` with its first line at its original column."""
+    head = f"({', '.join(params)})" if params else ""
+    first, *more = text.split("\n")
+    return f"{name}{head} ==\n" + " " * column + first + "".join("\n" + ln for ln in more)
+
+
+def _guard_checks(
+    params: tuple[str, ...], conjuncts: list[tuple[int, str]], acting: frozenset[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Operator definitions, and per guard (its label and spec text) in order; check k is the
+    conjunction of guards 1..k, so the first false check names the first false guard without
+    evaluating a later guard that needs an earlier one. Guards under a leading ``\\E v \\in S``
+    are checked as ``\\E v \\in S : h1 /\\ ... /\\ hj``."""
     defs: list[str] = []
-    texts: list[str] = []
+    guards: list[tuple[str, str]] = []
+    fixed: list[str] = []
     head = f"({', '.join(params)})" if params else ""
     for i, (column, text) in enumerate(conjuncts, start=1):
-        if not _is_guard(text):
+        if _is_guard(text, acting):
+            defs.append(_operator(f"TVGuard_{i}", params, column, text))
+            fixed.append(f"TVGuard_{i}{head}")
+            guards.append((str(i), text))
+            defs.append(f"TVCheck_{len(guards)}{head} == " + " /\\ ".join(fixed))
             continue
-        first, *more = text.split("\n")
-        defs.append(
-            f"TVGuard_{i}{head} ==\n" + " " * column + first + "".join("\n" + line for line in more)
-        )
-        texts.append(f"{i}:{text}")
-    return defs, texts
+        nested = _existential(column, text)
+        if nested is None:
+            continue
+        var, domain, inner = nested
+        # The quantifier's domain is a guard of its own: for a message handler, "the message
+        # is in flight".
+        nonempty = f"(\\E {var} \\in {domain} : TRUE)"
+        guards.append((f"{i}.0", f"\\E {var} \\in {domain}"))
+        defs.append(f"TVCheck_{len(guards)}{head} == " + " /\\ ".join([*fixed, nonempty]))
+        partial: list[str] = []
+        for j, (inner_col, inner_text) in enumerate(inner, start=1):
+            if not _is_guard(inner_text, acting):
+                continue
+            defs.append(_operator(f"TVGuard_{i}_{j}", (*params, var), inner_col, inner_text))
+            partial.append(f"TVGuard_{i}_{j}({', '.join((*params, var))})")
+            body = " /\\ ".join(partial)
+            exists = f"(\\E {var} \\in {domain} : {body})"
+            guards.append((f"{i}.{j}", inner_text))
+            defs.append(f"TVCheck_{len(guards)}{head} == " + " /\\ ".join([*fixed, exists]))
+        if partial:
+            fixed.append(exists)
+    return defs, guards
 
 
 def _call(action: ActionMap) -> str:
@@ -159,15 +252,11 @@ def _call(action: ActionMap) -> str:
 
 def _explain_module(
     mapping: ProtocolMap, action: ActionMap, index: int, spec_text: str
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[tuple[str, str]]]:
     params, conjuncts = split_action(spec_text, action.event)
-    defs, guard_texts = _guard_defs(params, conjuncts)
+    defs, guards = _guard_checks(params, conjuncts, _acting(spec_text))
     args = ", ".join(f"tvE[3][{i}]" for i in range(1, len(params) + 1))
-    names = [t.split(":", 1)[0] for t in guard_texts]
-    cumulative = [
-        " /\\ ".join(f"TVGuard_{n}" + (f"({args})" if params else "") for n in names[: k + 1])
-        for k in range(len(names))
-    ]
+    checks = [f"TVCheck_{k}" + (f"({args})" if params else "") for k in range(1, len(guards) + 1)]
     call = _call(action)
     post_exprs = [expr.replace("@", "tvE[2]") for expr in action.post.values()]
     enabled_posts = [
@@ -185,7 +274,7 @@ def _explain_module(
             *defs,
             "ExplainWatch == tvCursor = K => LET tvE == Traces[tvTrace][K] IN",
             f"  PrintT(<<{format_value(_FRONTIER)}, {mapping.vars},",
-            f"          <<{', '.join(cumulative)}>>,",
+            f"          <<{', '.join(checks)}>>,",
             f"          ENABLED {call},",
             f"          <<{', '.join(enabled_posts)}>> >>)",
             "ExplainProbe == tvCursor = K /\\ LET tvE == Traces[tvTrace][K] IN",
@@ -198,7 +287,7 @@ def _explain_module(
             "====",
         ]
     )
-    return text + "\n", guard_texts
+    return text + "\n", guards
 
 
 def _vars_names(spec_text: str, vars_name: str) -> list[str] | None:
@@ -223,7 +312,7 @@ def explain_rejection(
     if action is None:  # render_batch refuses unknown events, so a loaded trace has none
         raise CheckerError(f"{event.event} has no mapping")
     spec_text = _spec_text(library, mapping.module)
-    module, guard_texts = _explain_module(mapping, action, index, spec_text)
+    module, guards = _explain_module(mapping, action, index, spec_text)
     rendered = render_batch([trace], mapping)
     cfg = (
         rendered.cfg.replace("NEXT TraceNext", "NEXT ExplainNext")
@@ -242,7 +331,7 @@ def explain_rejection(
             + "; ".join(e.message for e in result.errors)
         )
     names = _vars_names(spec_text, mapping.vars)
-    frontier = _frontier(result, action, event.post, names, guard_texts)
+    frontier = _frontier(result, action, event.post, names, guards)
     params = {
         p: format_value(_json_to_tla(event.node if p == "node" else event.args[p]))
         for p in action.params
@@ -277,7 +366,7 @@ def _frontier(
     action: ActionMap,
     logged_post: dict[str, Any],
     names: list[str] | None,
-    guard_texts: list[str],
+    guards: list[tuple[str, str]],
 ) -> list[FrontierState]:
     possible: dict[Any, list[Any]] = {}
     for row in printed_values(result.printed, _POSSIBLE):
@@ -290,10 +379,7 @@ def _frontier(
     states: list[FrontierState] = []
     for _, state, cumulative, enabled, post_ok in frontier_rows:
         failed = next((i for i, ok in enumerate(cumulative) if not ok), None)
-        guard_index, guard_text = (None, None)
-        if failed is not None:
-            number, text = guard_texts[failed].split(":", 1)
-            guard_index, guard_text = int(number), text
+        guard_at, guard_text = guards[failed] if failed is not None else (None, None)
         produced = possible.get(state, [])
         checks = [
             PostCheck(
@@ -315,7 +401,7 @@ def _frontier(
                 state={n: format_value(v) for n, v in zip(labels, state, strict=True)},
                 enabled=bool(enabled),
                 failed_guard=guard_text,
-                failed_guard_index=guard_index,
+                failed_guard_at=guard_at,
                 post=checks,
             )
         )

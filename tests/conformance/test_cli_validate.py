@@ -36,7 +36,7 @@ def test_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     report = json.loads(capsys.readouterr().out)
     (verdict,) = report["verdicts"]
     assert verdict["rejection"]["index"] == 2
-    assert verdict["explanation"]["frontier"][0]["failed_guard_index"] == 1
+    assert verdict["explanation"]["frontier"][0]["failed_guard_at"] == "1"
 
 
 def test_bad_input_is_a_typed_error_with_exit_2(

@@ -186,8 +186,7 @@ def test_the_batch_is_one_tlc_run_plus_one_explain_run_per_planted_bug(caught: C
 
 #: fault -> how the explanation must point at it: ("post", field) for a post-state diff of an
 #: enabled step; ("state", variable) for a step that is not enabled, whose frontier states show
-#: the fork in that variable (the guard ~Referenced(w, f) sits inside DelUser's \E u, which the
-#: report cannot quote; see docs/conformance.md).
+#: the fork in that variable and whose false guard is DelUser's ~Referenced(w, f) (G2).
 EXPECTED: dict[Fault, tuple[str, str]] = {
     Fault.DELETE_BEFORE_ACK: ("state", "pendingUsers"),
     Fault.PARENT_BEFORE_CHILD: ("state", "pendingChildren"),
@@ -228,3 +227,5 @@ def test_planted_bug_is_rejected_where_it_first_shows(fault: Fault, caught: Caug
         fork = explanation.params["f"]
         assert all(not s.enabled for s in explanation.frontier)
         assert all(fork in s.state[name] for s in explanation.frontier)
+        assert {s.failed_guard for s in explanation.frontier} == {"~Referenced(w, f)"}
+        assert "conjunct 1.2 is false: ~Referenced(w, f)" in explanation.summary

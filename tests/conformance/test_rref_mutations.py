@@ -545,13 +545,13 @@ def test_rejections_are_explained_by_the_false_guard_or_the_post_field() -> None
     assert (child.index, child.action) == (6, "RetrySend")
     (state,) = child.frontier
     assert not state.enabled
-    assert (state.failed_guard_index, state.failed_guard) == (2, "m \\in net")
+    assert (state.failed_guard_at, state.failed_guard) == ("2", "m \\in net")
     assert "not enabled: conjunct 2 is false: m \\in net" in child.summary
 
     # The application drops a UserRRef it no longer holds.
     assert (dropped.index, dropped.action) == (8, "DropRRef")
     (state,) = dropped.frontier
-    assert (state.failed_guard_index, state.failed_guard) == (2, "f \\in held")
+    assert (state.failed_guard_at, state.failed_guard) == ("2", "f \\in held")
 
     # The owner's forks_ after the fork request lacks the new fork: a post-field diff.
     assert (forks.index, forks.action) == (8, "AddForkOfOwnerIfNotPresent")
@@ -564,10 +564,10 @@ def test_rejections_are_explained_by_the_false_guard_or_the_post_field() -> None
     assert "post.forks: logged" in forks.summary
 
     # Drop the first delivery of the RREF_FORK_REQUEST: its retried copy stands in, so only one
-    # RREF_ACK is sent and the second FinishForkRequest has none to take. The message guard of a
-    # handler is fused with its effect (\E m \in InFlight(...) : ...), so the report cannot
-    # quote it; it says the action is not enabled in every frontier state.
+    # RREF_ACK is sent and the second FinishForkRequest has none to take: the report quotes the
+    # handler's message guard, the domain of its \E m \in InFlight(...).
     assert (ack.index, ack.action) == (10, "FinishForkRequest")
     assert ack.frontier
     assert all(not s.enabled for s in ack.frontier)
-    assert "not enabled with the logged parameters" in ack.summary
+    assert {s.failed_guard_at for s in ack.frontier} == {"1.0"}
+    assert 'conjunct 1.0 is false: \\E m \\in InFlight("RREF_ACK", w, r, c)' in ack.summary

@@ -45,7 +45,7 @@ def test_disabled_action_names_the_false_conjunct() -> None:
     assert verdict.explanation is not None
     (state,) = verdict.explanation.frontier
     assert not state.enabled
-    assert state.failed_guard_index == 1
+    assert state.failed_guard_at == "1"
     assert state.failed_guard == "<<n, a>> \\in inbox"
 
 
@@ -55,7 +55,7 @@ def test_second_guard_is_found_when_the_first_holds() -> None:
     (verdict,) = validate_traces([bad], LEDGER, SPEC_ROOT).verdicts
     assert verdict.explanation is not None
     (state,) = verdict.explanation.frontier
-    assert (state.failed_guard_index, state.failed_guard) == (2, "balance[n] + a <= Max")
+    assert (state.failed_guard_at, state.failed_guard) == ("2", "balance[n] + a <= Max")
 
 
 @pytest.mark.parametrize(
