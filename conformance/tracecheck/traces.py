@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from protoref.tracing import SCHEMA_VERSION, TraceHeader
 from tracecheck.errors import TracecheckError
 
 __all__ = [
@@ -34,8 +35,6 @@ __all__ = [
     "parse_trace_lines",
 ]
 
-SCHEMA_VERSION = 1
-
 
 class TraceFormatError(TracecheckError):
     """A trace file is malformed: says which file, line and field, and what was wrong."""
@@ -46,19 +45,6 @@ class TraceFormatError(TracecheckError):
         self.problem = problem
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {problem}")
-
-
-class TraceHeader(BaseModel):
-    """The first line of every trace file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["header"]
-    schema_version: int
-    protocol: str = Field(min_length=1)
-    nodes: tuple[str, ...] = Field(min_length=1)
-    settings: dict[str, Any] = Field(default_factory=dict)
-    seed: int | None = None
 
 
 class TraceEvent(BaseModel):
@@ -137,17 +123,20 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
 def _header(raw: object, source: str, number: int) -> TraceHeader:
     if not isinstance(raw, dict) or raw.get("kind") != "header":
         raise TraceFormatError(source, number, "the first line must be the header (kind=header)")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise TraceFormatError(
+            source,
+            number,
+            f"field schema_version: {version!r} is not supported "
+            f"(this checker reads version {SCHEMA_VERSION})",
+        )
     try:
         header = _HEADER.validate_python(raw)
     except ValidationError as exc:
         raise TraceFormatError(source, number, _problem(exc)) from exc
-    if header.schema_version != SCHEMA_VERSION:
-        raise TraceFormatError(
-            source,
-            number,
-            f"field schema_version: {header.schema_version} is not supported "
-            f"(this checker reads version {SCHEMA_VERSION})",
-        )
+    if not header.nodes:
+        raise TraceFormatError(source, number, "field nodes: a trace needs at least one node")
     return header
 
 
