@@ -700,8 +700,10 @@ RoundCompletesProp ==
 \* G4: after a close, every running next_rendezvous eventually returns.
 ClosedJoinEndsProp ==
     \A n \in Nodes : (Cur.closed /\ op[n] \in {"exit", "join"}) ~> (op[n] \notin {"exit", "join"})
-\* G4: a next_rendezvous that starts after the close ends closed (or graceful
-\* exit), unless the node crashes.
+\* G4: a next_rendezvous still in its exit op when the store is closed (every
+\* call that starts after the close) ends closed or with the graceful exit,
+\* unless the node crashes.  (A call already in its join op may return
+\* normally: its copy may show a round that completed before the close.)
 ClosedJoinResultProp ==
     \A n \in Nodes :
         (Cur.closed /\ op[n] = "exit") ~> (result[n] \in {"closed", "gracefulExit"} \/ pc[n] = "crashed")
