@@ -25,6 +25,17 @@ IdsFour1 == [w \in Workers |-> IF w = w1 THEN 4 ELSE 0]
 \* The chain: the owner w1 creates and forks once, A and Y fork once each.
 IdsChain == [w \in Workers |-> IF w \in {w1} THEN 2 ELSE IF w \in {w2, w3} THEN 1 ELSE 0]
 
+\* Deep rooted at rpc.remote: w1 creates on w2 and can fork once, w3 can fork
+\* once, back to w1: the chain creator(w1) -> w3 -> w1 (three UserRRefs).
+\* (With one more fork on w1 the model did not finish in 10 minutes.)
+IdsDeep == [w \in Workers |-> IF w = w1 THEN 3 ELSE IF w = w3 THEN 1 ELSE 0]
+DeepLinks == {<<w1, w3>>, <<w3, w1>>}
+
+\* Deep chain on three workers: the owner w1 creates a local RRef and shares
+\* it with A = w2, A with Y = w3, Y with Z back on w2: OwnerRRef -> A -> Y -> Z.
+IdsChain3 == [w \in Workers |-> IF w = w1 THEN 2 ELSE 1]
+Chain3Links == {<<w1, w2>>, <<w2, w3>>, <<w3, w2>>}
+
 AllLinks == {p \in Workers \X Workers : p[1] # p[2]}
 NoLinks == {}
 \* The design note's chain OwnerRRef -> A -> Y -> Z with owner w1,
@@ -34,6 +45,25 @@ ChainLinks == {<<w1, w2>>, <<w2, w3>>, <<w3, w4>>}
 UserToUserLinks == {<<w2, w1>>, <<w2, w3>>}
 \* user-to-owner sharing (S1/S2) plus user-to-user.
 UserLinks == {<<w2, w1>>, <<w2, w3>>, <<w3, w1>>}
+
+\* State constraint: at most one RRef exists.  The RRefs of a worker are
+\* independent of each other in the protocol (no message, map entry or
+\* guard relates two RRefIds), so one RRef with a long fork chain covers
+\* more of the protocol than two short ones, at a fraction of the states.
+AllRRefs == {u.rref : u \in users} \cup UNION {ownerHeld[w] \cup owners[w] : w \in Workers}
+                                   \cup {m.rref : m \in net}
+OneRRef == Cardinality(AllRRefs) <= 1
+
+\* Deep-model bounds (state constraints, i.e. exhaustive within the bound):
+\* one RRef, at most one to_here in the whole run, at most one retry copy
+\* in flight at a time.
+DeepBounds ==
+    /\ OneRRef
+    /\ Cardinality(fetched) <= 1
+    /\ Cardinality({m \in net : m.dup = 2}) <= 1
+\* ... and no OwnerRRef held by application code: with SelfRemote off this
+\* prunes rpc.RRef(obj), leaving the RRef that rpc.remote creates.
+DeepBoundsRemote == DeepBounds /\ \A w \in Workers : ownerHeld[w] = {}
 
 \* Worker permutations.  Sound for safety when the constants are symmetric
 \* (uniform id budget, AllLinks); never used with liveness.

@@ -61,7 +61,7 @@ CONSTANTS
     MaxLocalId,   \* [Workers -> Nat]: bound of each worker's nextLocalId_
     Variant,      \* "PyTorch" | "Reference"
     Links,        \* pairs <<src, dst>>, src # dst, over which applications
-                  \* call rpc.remote and send RRefs in user RPCs
+                  \* send RRefs in user RPCs (a model bound)
     RemoteDsts,   \* workers that rpc.remote may target (a model bound)
     SelfRemote,   \* BOOLEAN: rpc.remote(self) is used
     Duplicates,   \* BOOLEAN: retried control messages may arrive twice
@@ -213,7 +213,7 @@ CreateLocalRRef(w) ==
 (* send PYTHON_REMOTE_CALL(r, r) to self; the caller gets the OwnerRRef.    *)
 Remote(w, dst) ==
     /\ AppCanAct(w)
-    /\ \/ <<w, dst>> \in Links /\ dst \in RemoteDsts
+    /\ \/ dst \in RemoteDsts \ {w}
        \/ SelfRemote /\ dst = w
     /\ LET r == <<w, nextId[w]>>
        IN IF dst # w
@@ -582,9 +582,16 @@ DelForkOfOwner(w, r, f) ==
 (* Graceful shutdown (rpc.shutdown(graceful=True)), enabled by Shutdown     *)
 
 (* _wait_all_workers: the barrier after which no user calls are issued.    *)
+(* Its precondition (PyTorch assumes it, we make it explicit): the          *)
+(* application has waited for its user calls, so none is in flight.  A     *)
+(* PYTHON_CALL delivered after its receiver swept would create a UserRRef   *)
+(* that nobody deletes (the destroyed context sends no USER_DELETE).        *)
+UserCallTypes == {"PYTHON_REMOTE_CALL", "REMOTE_RET", "PYTHON_RREF_FETCH_CALL",
+                  "PYTHON_RREF_FETCH_RET", "PYTHON_CALL"}
 WaitAllWorkers ==
     /\ Shutdown
     /\ ~stopping
+    /\ ~\E m \in net : m.type \in UserCallTypes
     /\ stopping' = TRUE
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
@@ -858,7 +865,8 @@ OwnerDeletedProp ==
 FetchAnsweredProp ==
     <>[](fetching = {} /\ \A w \in Workers : pendingOwners[w] = {})
 
-(* RL5 (shutdown model): every context is eventually destroyed.             *)
-ShutdownCompletesProp == <>[](\A w \in Workers : phase[w] = "destroyed")
+(* RL5 (shutdown model): once the barrier has passed, every context is     *)
+(* eventually destroyed (neither wait of the sweep has to time out).       *)
+ShutdownCompletesProp == stopping ~> (\A w \in Workers : phase[w] = "destroyed")
 
 =============================================================================
