@@ -200,9 +200,11 @@ def _as_logged(value: Any) -> Any:
     return from_json(value)
 
 
-def _performs(event: Event, result: Any, node: str) -> bool:
+def _performs(event: Event, result: Any, node: str, delivered: Any = None) -> bool:
     """The core's step, logged, is exactly ``event`` (arguments and post-state)."""
-    made = json.loads(encode_line(make_event(result.action, node, 1, 1, result.state)))
+    made = json.loads(
+        encode_line(make_event(result.action, node, 1, 1, result.state, delivered=delivered))
+    )
     return all(
         _as_logged(made[part]) == _as_logged(event[part]) for part in ("args", "post")
     ) and set(made["post"]) == set(event["post"])
@@ -252,7 +254,8 @@ def _successors(world: World, event: Event, settings: dict[str, Any]) -> Iterato
             result = core_step(ctx, inp)
         except ProtocolError:
             continue
-        if result.action.action != name or not _performs(event, result, node):
+        delivered = inp if isinstance(inp, ev.MessageBase) else None
+        if result.action.action != name or not _performs(event, result, node, delivered):
             continue
         net = [m for i, m in enumerate(world.net) if i != index] + list(result.sent)
         took = None if index is None else _key(world.net[index])

@@ -96,11 +96,21 @@ def test_jsonl_sink_file_parses_back(tmp_path: Path) -> None:
 def test_post_uses_tla_variable_names() -> None:
     sink = _all_events_run()
     keys = {k for r in sink.lines()[1:] for k in json.loads(r)["post"]}
+    # Spec variable names, plus `delivered`: the message a handler took (net \ net').
     assert keys <= {
         "nextId", "owners", "pendingOwners", "forks", "pendingUsers", "confirmedUsers",
         "pendingChildren", "ownerHeld", "selfCalls", "tombstones", "users", "held",
-        "fetching", "fetched", "deleted", "timedOut",
+        "fetching", "fetched", "deleted", "timedOut", "delivered",
     }  # fmt: skip
+
+
+def test_handlers_log_the_message_they_took() -> None:
+    sink = _all_events_run()
+    for line in sink.lines()[1:]:
+        event = json.loads(line)
+        if "delivered" in event["post"]:
+            (message,) = event["post"]["delivered"]["#set"]
+            assert message["dst"] == event["node"]
 
 
 def _spec_constants() -> set[str]:

@@ -30,6 +30,8 @@ _SLICE = {
     "selfCalls": "selfCalls'[@]",
     "tombstones": "tombstones'[@]",
     "users": "{u \\in users' : u.on = @}",
+    # The message a handler took from the network: which copy of a retried message it was.
+    "delivered": "net \\ net'",
     **{
         name: f"{{f \\in {name}' : \\E u \\in users' : u.fork = f /\\ u.on = @}}"
         for name in ("held", "fetching", "fetched", "deleted", "timedOut")
@@ -57,19 +59,43 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "TimeOutToHere": (("w", "f"), ("fetching",)),
     "DelUser": (("w", "f"), ("deleted", "confirmedUsers")),
-    "AssignOwnerRRef": (("w", "r", "f"), ("owners", "forks", "pendingOwners")),
-    "ConfirmPendingUser": (("w", "r", "f"), ("pendingUsers", "confirmedUsers")),
-    "FinishCreatingOwnerRRef": (("w", "r"), ("selfCalls", "forks", "owners")),
-    "RetrieveOwnerRRef": (("w", "r", "f"), ("pendingOwners",)),
-    "ReceiveFetchRet": (("w", "r", "f"), ("fetching",)),
+    "AssignOwnerRRef": (("w", "r", "f"), ("delivered", "owners", "forks", "pendingOwners")),
+    "ConfirmPendingUser": (("w", "r", "f"), ("delivered", "pendingUsers", "confirmedUsers")),
+    "FinishCreatingOwnerRRef": (("w", "r"), ("delivered", "selfCalls", "forks", "owners")),
+    "RetrieveOwnerRRef": (
+        ("w", "r", "f"),
+        (
+            "delivered",
+            "pendingOwners",
+        ),
+    ),
+    "ReceiveFetchRet": (
+        ("w", "r", "f"),
+        (
+            "delivered",
+            "fetching",
+        ),
+    ),
     "GetOrCreateRRef": (
         ("w", "r", "c"),
-        ("owners", "pendingOwners", "users", "held", "pendingUsers", "confirmedUsers"),
+        ("delivered", "owners", "pendingOwners", "users", "held", "pendingUsers", "confirmedUsers"),
     ),
-    "AddForkOfOwnerIfNotPresent": (("w", "r", "c"), ("forks",)),
-    "FinishForkRequest": (("w", "r", "c"), ("pendingUsers", "confirmedUsers")),
-    "DelPendingChild": (("w", "r", "c"), ("pendingChildren",)),
-    "DelForkOfOwner": (("w", "r", "f"), ("forks", "owners", "tombstones")),
+    "AddForkOfOwnerIfNotPresent": (
+        ("w", "r", "c"),
+        (
+            "delivered",
+            "forks",
+        ),
+    ),
+    "FinishForkRequest": (("w", "r", "c"), ("delivered", "pendingUsers", "confirmedUsers")),
+    "DelPendingChild": (
+        ("w", "r", "c"),
+        (
+            "delivered",
+            "pendingChildren",
+        ),
+    ),
+    "DelForkOfOwner": (("w", "r", "f"), ("delivered", "forks", "owners", "tombstones")),
 }
 
 

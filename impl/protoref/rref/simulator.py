@@ -148,7 +148,8 @@ class Simulator:
             self.removed_forks[w] |= before.forks - after.forks
         if after.owners is not before.owners:
             self.erased_owners[w] |= before.owners - after.owners
-        self._record(result.action, w, seq, lamport, after)
+        delivered = inp if isinstance(inp, ev.MessageBase) else None
+        self._record(result.action, w, seq, lamport, after, delivered=delivered)
         return after
 
     def _send(self, m: ev.Message, stamp: int) -> None:
@@ -156,11 +157,18 @@ class Simulator:
         self.net.append(Envelope(m, stamp, self.now + delay))
 
     def _record(
-        self, action: ActionArgs, w: WorkerId, seq: int, lamport: int, ctx: RRefContext
+        self,
+        action: ActionArgs,
+        w: WorkerId,
+        seq: int,
+        lamport: int,
+        ctx: RRefContext,
+        *,
+        delivered: ev.Message | None = None,
     ) -> None:
         self.counts[action.action] += 1
         if self.sink.enabled:
-            self.sink.emit(make_event(action, w, seq, lamport, ctx))
+            self.sink.emit(make_event(action, w, seq, lamport, ctx, delivered=delivered))
         if self.config.check_invariants:
             invariants.check(self.world(), seed=self.seed)
 

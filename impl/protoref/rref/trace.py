@@ -229,6 +229,14 @@ class _TimedOut(_Post):
     timed_out: TlaSet[Gid]
 
 
+class _Delivered(_Post):
+    """The message the step took from the network (RRef.tla ``net \\ net'``). Logging it pins
+    down which copy of a retried message a handler consumed: with both copies in flight the spec
+    may take either, and without this field trace validation branches on every such choice."""
+
+    delivered: TlaSet[Message]
+
+
 class NoPost(_Post):
     """RetrySend changes only ``net``."""
 
@@ -259,36 +267,36 @@ class TimeOutRemotePost(_Owners, _Forks, _SelfCalls, _TimedOut, _ConfirmedUsers,
 class DelUserPost(_ConfirmedUsers, _Deleted): ...
 
 
-class AssignOwnerRRefPost(_PendingOwners, _Forks, _Owners): ...
+class AssignOwnerRRefPost(_Delivered, _PendingOwners, _Forks, _Owners): ...
 
 
-class ConfirmPendingUserPost(_ConfirmedUsers, _PendingUsers): ...
+class ConfirmPendingUserPost(_Delivered, _ConfirmedUsers, _PendingUsers): ...
 
 
-class FinishCreatingOwnerRRefPost(_Owners, _Forks, _SelfCalls): ...
+class FinishCreatingOwnerRRefPost(_Delivered, _Owners, _Forks, _SelfCalls): ...
 
 
-class RetrieveOwnerRRefPost(_PendingOwners): ...
+class RetrieveOwnerRRefPost(_Delivered, _PendingOwners): ...
 
 
-class ReceiveFetchRetPost(_Fetching): ...
+class ReceiveFetchRetPost(_Delivered, _Fetching): ...
 
 
 class GetOrCreateRRefPost(
-    _ConfirmedUsers, _PendingUsers, _Held, _Users, _PendingOwners, _Owners
+    _Delivered, _ConfirmedUsers, _PendingUsers, _Held, _Users, _PendingOwners, _Owners
 ): ...
 
 
-class AddForkOfOwnerIfNotPresentPost(_Forks): ...
+class AddForkOfOwnerIfNotPresentPost(_Delivered, _Forks): ...
 
 
-class FinishForkRequestPost(_ConfirmedUsers, _PendingUsers): ...
+class FinishForkRequestPost(_Delivered, _ConfirmedUsers, _PendingUsers): ...
 
 
-class DelPendingChildPost(_PendingChildren): ...
+class DelPendingChildPost(_Delivered, _PendingChildren): ...
 
 
-class DelForkOfOwnerPost(_Tombstones, _Owners, _Forks): ...
+class DelForkOfOwnerPost(_Delivered, _Tombstones, _Owners, _Forks): ...
 
 
 # --------------------------------------------------------------------------- events
@@ -466,22 +474,36 @@ ACTION_ARGS: Final[dict[str, type[ActionArgs]]] = {
 }
 
 
-def _post_values(post: type[_Post], ctx: RRefContext) -> dict[str, Any]:
-    return {
-        name: ctx.user_records() if name == "users" else getattr(ctx, name)
-        for name in post.model_fields
-    }
+def _post_values(post: type[_Post], ctx: RRefContext, delivered: Message | None) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in post.model_fields:
+        if name == "delivered":
+            if delivered is None:
+                raise ValueError(f"{post.__name__} logs the delivered message; none was given")
+            values[name] = frozenset({delivered})
+        else:
+            values[name] = ctx.user_records() if name == "users" else getattr(ctx, name)
+    return values
 
 
-def make_event(args: ActionArgs, node: WorkerId, seq: int, lamport: int, ctx: RRefContext) -> Any:
-    """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state).
+def make_event(
+    args: ActionArgs,
+    node: WorkerId,
+    seq: int,
+    lamport: int,
+    ctx: RRefContext,
+    *,
+    delivered: Message | None = None,
+) -> Any:
+    """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state) and,
+    for a message handler, the ``delivered`` message.
 
     Built with ``model_construct``: the values come from the core and are already well typed;
     the round-trip tests validate every emitted line through :data:`EVENT_ADAPTER`.
     """
     cls = EVENT_MODELS[args.action]
     post_cls: type[_Post] = cls.model_fields["post"].annotation  # type: ignore[assignment]
-    post = post_cls.model_construct(**_post_values(post_cls, ctx))
+    post = post_cls.model_construct(**_post_values(post_cls, ctx, delivered))
     fields: dict[str, Any] = {
         "node": node,
         "seq": seq,
