@@ -137,6 +137,11 @@ def _header(raw: object, source: str, number: int) -> TraceHeader:
         raise TraceFormatError(source, number, _problem(exc)) from exc
     if not header.nodes:
         raise TraceFormatError(source, number, "field nodes: a trace needs at least one node")
+    clash = sorted(set(header.nodes) & set(header.environment))
+    if clash:
+        raise TraceFormatError(
+            source, number, f"field environment: {clash} are also spec nodes (field nodes)"
+        )
     return header
 
 
@@ -147,7 +152,7 @@ def _event(raw: object, source: str, number: int, header: TraceHeader) -> TraceE
         event = _EVENT.validate_python(raw)
     except ValidationError as exc:
         raise TraceFormatError(source, number, _problem(exc)) from exc
-    if event.node not in header.nodes:
+    if event.node not in header.nodes and event.node not in header.environment:
         raise TraceFormatError(
             source, number, f"field node: {event.node!r} is not among the header's nodes"
         )

@@ -122,6 +122,9 @@ class TraceHeader(FrozenModel):
     nodes: tuple[str, ...]
     settings: dict[str, JsonValue] = Field(default_factory=dict)
     seed: int
+    #: Actors that take logged steps but are no spec node (e.g. ``"clock"`` for a ``Tick``,
+    #: an action without an acting node): an event's ``node`` is one of ``nodes`` or of these.
+    environment: tuple[str, ...] = ()
 
 
 class TraceEventBase(FrozenModel):

@@ -36,8 +36,8 @@
 (*    the 1 s delay of the SYNC action.                                    *)
 (*                                                                         *)
 (* What is abstracted away                                                 *)
-(*  - Node descriptors: Nodes is a set of naturals; < is the _NodeDesc     *)
-(*    order (addr as string, pid, local_id).                               *)
+(*  - Node descriptors: only their order matters (addr as string, pid,     *)
+(*    local_id), given by NodeIndex; model nodes are naturals.             *)
 (*  - Pickling/base64; store errors and RendezvousConnectionError; the     *)
 (*    random 0-0.3 s start delay (time may pass anywhere anyway);          *)
 (*    is_closed / num_nodes_waiting (read-only syncs); shutdown is         *)
@@ -69,7 +69,7 @@
 EXTENDS Naturals, Integers, FiniteSets
 
 CONSTANTS
-    Nodes,              \* node descriptors; < on them is the _NodeDesc order
+    Nodes,              \* node descriptors; NodeIndex orders them
     MinNodes,           \* RendezvousSettings.min_nodes
     MaxNodes,           \* RendezvousSettings.max_nodes
     Closers,            \* nodes whose agent may call set_closed()
@@ -84,7 +84,20 @@ CONSTANTS
     NoState,            \* the store's sentinel before the first write (a model value)
     NoDeadline          \* state.deadline = None (a model value)
 
-ASSUME /\ Nodes \subseteq Nat /\ Nodes # {}
+(* The _NodeDesc order as numbers: a node's position in that order.  Model  *)
+(* nodes are naturals and their own index; a trace spec, whose nodes are   *)
+(* descriptor strings, overrides NodeIndex (cfg: NodeIndex <- ...).        *)
+NodeIndex == [m \in Nodes |-> m]
+Before(a, b) == NodeIndex[a] < NodeIndex[b]   \* a < b as _NodeDesc
+
+(* How a node waiting after SYNC wakes up.  FALSE: 2.13's fixed 1 s sleep  *)
+(* (it syncs again after a Tick).  TRUE: protoref's handler, which waits   *)
+(* on the store's change (or the next moment time could change the op's    *)
+(* decision, or a short poll), invalidates its read cache and reads the    *)
+(* store: a sleeper may sync at any moment.  Overridden by trace specs.    *)
+SleeperWakesEarly == FALSE
+
+ASSUME /\ NodeIndex \in [Nodes -> Nat] /\ Nodes # {}
        /\ MinNodes \in Nat \ {0} /\ MaxNodes \in Nat /\ MinNodes <= MaxNodes
        /\ Closers \subseteq Nodes /\ MaxCrashes \in Nat
        /\ {JoinTimeout, LastCallTimeout, CloseTimeout, HeartbeatTimeout,
@@ -143,7 +156,7 @@ CasMatches(n) == tokenCurrent[n]
 \* The rank _add_to_participants writes before completion (2.13: 0).
 InitialRank(s) == 0
 \* The rank _mark_rendezvous_complete gives m: its position in sorted(participants).
-CompletionRank(s, m) == Cardinality({k \in Parts(s) : k < m})
+CompletionRank(s, m) == Cardinality({k \in Parts(s) : Before(k, m)})
 \* _add_to_participants arms the last-call deadline when the count becomes exactly this.
 LastCallArmedAt == MinNodes
 \* The join op's count test for MARK_RENDEZVOUS_COMPLETE.
@@ -328,7 +341,7 @@ SetClosed(n) ==
 
 -----------------------------------------------------------------------------
 (* Sync steps: _BackendRendezvousStateHolder.sync.                         *)
-SyncReady(n) == pc[n] = "sync" \/ (pc[n] = "sleep" /\ ~fresh[n])
+SyncReady(n) == pc[n] = "sync" \/ (pc[n] = "sleep" /\ (~fresh[n] \/ SleeperWakesEarly))
 
 AfterSync(n, s) ==
     /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
@@ -337,9 +350,10 @@ AfterSync(n, s) ==
     /\ fresh' = [fresh EXCEPT ![n] = TRUE]
     /\ pc' = [pc EXCEPT ![n] = "decide"]
 
-(* Not dirty, cache expired: get_state, then sanitize the copy.  G5.       *)
+(* Not dirty, cache expired (or a sleeper invalidated it): get_state, then  *)
+(* sanitize the copy.  G5.                                                 *)
 SyncRead(n) ==
-    /\ SyncReady(n) /\ ~dirty[n] /\ ~fresh[n]
+    /\ SyncReady(n) /\ ~dirty[n] /\ (~fresh[n] \/ pc[n] = "sleep")
     /\ AfterSync(n, Load(store))
     /\ UNCHANGED <<store, op, opDl, result, view>>
 
@@ -463,7 +477,9 @@ Finish(n) ==
                ELSE UNCHANGED <<result, view>>
     /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh>>
 
-(* The node stops for good: its copy no longer matters. *)
+(* The node stops for good: its copy no longer matters.  (A part of the    *)
+(* actions ErrorClosed and GracefulExit, which say UNCHANGED themselves so *)
+(* that each logged action is one named definition.)                       *)
 Stop(n, r) ==
     /\ pc' = [pc EXCEPT ![n] = "stopped"]
     /\ op' = [op EXCEPT ![n] = "none"]
@@ -472,18 +488,19 @@ Stop(n, r) ==
     /\ local' = [local EXCEPT ![n] = EmptyState]
     /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
     /\ fresh' = [fresh EXCEPT ![n] = FALSE]
-    /\ UNCHANGED <<store, dirty, view>>
 
 (* ERROR_CLOSED: run() raises RendezvousClosedError; the agent stops.  G4. *)
 ErrorClosed(n) ==
     /\ Decides(n, "ErrorClosed")
     /\ Stop(n, "closed")
+    /\ UNCHANGED <<store, dirty, view>>
 
 (* Join op, closed while n is in the redundancy list: the op raises        *)
 (* RendezvousGracefulExitError.  G4. *)
 GracefulExit(n) ==
     /\ Decides(n, "GracefulExit")
     /\ Stop(n, "gracefulExit")
+    /\ UNCHANGED <<store, dirty, view>>
 
 (* ERROR_TIMEOUT: run() raises RendezvousTimeoutError.  next_rendezvous    *)
 (* and set_closed fail; the keep-alive timer logs and swallows it.  G3.    *)
@@ -595,7 +612,7 @@ FastSpec ==
 (* Properties.                                                             *)
 Up == {n \in Nodes : pc[n] \notin {"crashed", "stopped"}}
 Ranks(s) == s.participants
-SortedRanks(s) == [m \in Parts(s) |-> Cardinality({k \in Parts(s) : k < m})]
+SortedRanks(s) == [m \in Parts(s) |-> Cardinality({k \in Parts(s) : Before(k, m)})]
 
 IsState(s) ==
     /\ DOMAIN s = {"round", "complete", "deadline", "closed", "participants",
@@ -642,7 +659,7 @@ RanksBelowMaxInv ==
     Cur.complete => \A x \in Parts(Cur) : Cur.participants[x] < MaxNodes
 RanksFollowNodeOrderInv ==
     Cur.complete =>
-        \A x, y \in Parts(Cur) : x < y => Cur.participants[x] < Cur.participants[y]
+        \A x, y \in Parts(Cur) : Before(x, y) => Cur.participants[x] < Cur.participants[y]
 
 \* The last-call deadline is set exactly while an incomplete round has at
 \* least min_nodes participants.

@@ -104,3 +104,15 @@ def test_json_values_follow_itf() -> None:
         with pytest.raises(JsonValueError) as caught:
             from_json(bad)
         assert caught.value.path == path
+
+
+def test_environment_actors_log_steps_without_being_spec_nodes(tmp_path: Path) -> None:
+    tick = GOOD[0] | {"node": "clock", "seq": 1}
+    trace = load_trace(_write(tmp_path / "t.ndjson", [header(environment=["clock"]), tick, *GOOD]))
+    assert trace.header.nodes == ("a", "b")
+    assert trace.header.environment == ("clock",)
+    assert trace.events[0].node == "clock"
+    with pytest.raises(TraceFormatError, match="'clock' is not among the header's nodes"):
+        load_trace(_write(tmp_path / "u.ndjson", [header(), tick]))
+    with pytest.raises(TraceFormatError, match=r"field environment: \['a'\] are also spec nodes"):
+        load_trace(_write(tmp_path / "v.ndjson", [header(environment=["a"]), *GOOD]))

@@ -12,11 +12,17 @@ from tracecheck.mapping import ProtocolMap
 __all__ = ["MAPPINGS", "SIMULATORS", "load_mapping", "load_simulator"]
 
 #: protocol name -> "module:attribute" of its ProtocolMap; imported on first use.
-MAPPINGS: dict[str, str] = {"rref": "tracecheck.protocols.rref:RREF"}
+MAPPINGS: dict[str, str] = {
+    "rref": "tracecheck.protocols.rref:RREF",
+    "rendezvous": "tracecheck.protocols.rendezvous:RENDEZVOUS",
+}
 
 
 #: protocol name -> "module:function" of ``simulate(seed, steps, out_path)`` for campaigns.
-SIMULATORS: dict[str, str] = {"rref": "tracecheck.protocols.rref:simulate"}
+SIMULATORS: dict[str, str] = {
+    "rref": "tracecheck.protocols.rref:simulate",
+    "rendezvous": "tracecheck.protocols.rendezvous:simulate",
+}
 
 Simulate = Callable[[int, int, Path], None]
 

@@ -30,7 +30,7 @@ from protoref.rendezvous.holder import StateHolder
 from protoref.rendezvous.ops import Op
 from protoref.rendezvous.state import EMPTY_STATE, NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import InMemoryStore
-from protoref.rendezvous.trace import make_event
+from protoref.rendezvous.trace import CLOCK_NODE, make_event
 from protoref.tracing import JsonlSink, NodeClock, NullSink, TraceHeader, TraceSink, tla_set
 
 __all__ = ["RunSummary", "SimConfig", "Simulator", "main"]
@@ -132,6 +132,7 @@ class Simulator:
             "KeepAliveInterval": c.keep_alive_interval,
             "KeepAliveMaxAttempt": c.keep_alive_max_attempt,
             "RollbackPeriod": c.rollback_period,
+            "SleeperWakesEarly": False,  # a sleeper syncs again only after a Tick (2.13's sleep)
             "late_max": c.late_max,
             "max_rejoins": c.max_rejoins,
         }
@@ -140,6 +141,7 @@ class Simulator:
             nodes=tuple(str(n) for n in ordered),
             settings=settings,
             seed=self.seed,
+            environment=(CLOCK_NODE,),
         )
 
     # ------------------------------------------------------------------ observation

@@ -9,10 +9,13 @@ the action changes, by their TLA+ names: ``local``, ``dirty``, ``fresh``, ``pc``
 store's versions and the logged ``store`` pin down.
 
 Values are the spec's abstraction of the implementation's state at the step's time ``now``:
-the last-call deadline as ticks left (``-1`` once passed, ``"NoDeadline"`` for ``None``),
+the last-call deadline as an option, ``[]`` for ``None`` (the spec's ``NoDeadline``) or ``[k]``
+with ``k`` the ticks left (``-1`` once passed): one JSON type for both, since TLC cannot compare
+an integer with a string,
 heartbeats as ages in ticks saturated at ``HeartbeatExpiry + 1``, the op deadline as ticks left
 saturated at ``-(RollbackPeriod + 1)`` (0 when no op runs); nodes are their descriptor strings,
-numbered by the header's (sorted) ``nodes``; dicts are ``{"#map": [[k, v], ...]}``, sets
+ordered by the header's (sorted) ``nodes``; dicts are ``{"#map": [[k, v], ...]}`` (``[]`` when
+empty), sets
 ``{"#set": [...]}``, the sentinel ``"NoState"``.
 """
 
@@ -43,8 +46,11 @@ CLOCK_NODE: Final = "clock"
 # --------------------------------------------------------------------------- values
 
 
-def _map(items: Mapping[NodeDesc, int]) -> dict[str, JsonValue]:
+def _map(items: Mapping[NodeDesc, int]) -> JsonValue:
+    """A dict as a TLA+ function; the empty one is ``[]`` (``<<>>``, as the ITF rules say)."""
     pairs: list[JsonValue] = [[str(k), v] for k, v in items.items()]
+    if not pairs:
+        return []
     return {"#map": sorted(pairs, key=sort_key)}
 
 
@@ -55,9 +61,7 @@ def _nodes(nodes: frozenset[NodeDesc]) -> dict[str, JsonValue]:
 def spec_value(s: RendezvousState, settings: RendezvousSettings, now: float) -> JsonValue:
     """The spec's record for state ``s`` at time ``now`` (see the module docstring)."""
     cap = math.floor(settings.heartbeat_expiry) + 1
-    deadline: JsonValue = (
-        "NoDeadline" if s.deadline is None else max(math.ceil(s.deadline - now), -1)
-    )
+    deadline: JsonValue = [] if s.deadline is None else [max(math.ceil(s.deadline - now), -1)]
     ages = {k: min(math.floor(now - t), cap) for k, t in s.last_heartbeats.items()}
     return {
         "round": s.round,
@@ -73,7 +77,7 @@ def spec_value(s: RendezvousState, settings: RendezvousSettings, now: float) -> 
 
 def _view(view: View | None) -> JsonValue:
     if view is None:
-        return {"round": -1, "ranks": {"#map": []}}
+        return {"round": -1, "ranks": []}
     return {"round": view.round, "ranks": _map(view.ranks)}
 
 
