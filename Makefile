@@ -25,6 +25,7 @@ setup: $(STAMP) ## create .venv and install the project with its test tools (ide
 check: setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1
+	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150
 
 .PHONY: test
 test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
@@ -36,9 +37,15 @@ lint: setup ## ruff and mypy --strict on impl/ and conformance/
 	$(BIN)/ruff format --check impl conformance tests
 	$(BIN)/mypy impl/protoref conformance/tracecheck
 
+.PHONY: conformance
+conformance: setup ## a larger conformance campaign: 200 seeded RRef runs through the checker
+	$(TRACECHECK) campaign rref --runs 200 --seed 1 --steps 200 --out traces/rref
+
 .PHONY: bench
-bench: setup ## deep models with TLC's ceiling (minutes each); figures go to docs/performance.md
+bench: setup ## deep models with TLC's ceiling, rendezvous vs torch 2.13; figures go to docs/performance.md
 	$(TRACECHECK) bench --workers auto
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0'
+	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
 
 .PHONY: docs
 docs: setup ## regenerate the generated parts of docs/ (model tables)

@@ -54,3 +54,14 @@ def test_a_seeded_campaign_is_accepted_in_one_tlc_run(tmp_path: Path) -> None:
         f"rref-seed{s}.ndjson" for s in (11, 12, 13, 14)
     ]
     assert sum(result.report.coverage.values()) == result.report.events
+
+
+def test_fifty_seeded_runs_with_faults_are_accepted() -> None:
+    # The simulator's default workload has duplicated (retried) control messages and rpc.remote
+    # timeouts on: the at-least-once faults the protocol must survive.
+    result = run_campaign("rref", 50, 1000, 60, ROOT / "spec")
+    assert result.report.all_accepted, result.rejected_seeds
+    assert len(result.report.verdicts) == 50
+    assert result.report.coverage.get("RetrySend", 0) > 0
+    assert result.report.coverage.get("TimeOutRemote", 0) > 0
+    assert result.report.tlc_runs == 1
