@@ -22,7 +22,15 @@ from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tracecheck.bench import bench_table, run_bench, write_block
+from tracecheck.bench import (
+    TV_END,
+    TV_START,
+    bench_table,
+    run_bench,
+    trace_validation_table,
+    write_block,
+    write_marked,
+)
 from tracecheck.campaign import run_campaign
 from tracecheck.errors import TracecheckError
 from tracecheck.manifest import (
@@ -155,6 +163,9 @@ def _add_bench(sub: Any) -> None:
     bench.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     bench.add_argument("--workers", default="auto", help="a number or auto (default auto)")
     bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
+    bench.add_argument(
+        "--tv-runs", type=int, default=20, help="RRef traces for the trace-validation figures"
+    )
     bench.set_defaults(func=_cmd_bench)
 
 
@@ -344,6 +355,10 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
         checks = run_bench(manifest, workers, on_progress, lambda c: _print_check_line(console, c))
     block = bench_table(checks, workers)
     write_block(args.out, block)
+    if args.tv_runs:
+        console.print(f"trace validation: {args.tv_runs} RRef traces, batch vs one run each")
+        tv = trace_validation_table(args.spec_root, args.tv_runs, 150)
+        write_marked(args.out, tv, TV_START, TV_END)
     console.print(_check_table(checks))
     console.print(f"wrote the table into {args.out}")
     return 0 if all(c.ok for c in checks) else 1
