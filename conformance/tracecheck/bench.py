@@ -42,9 +42,14 @@ def run_bench(
     workers: int | str | None = None,
     on_progress: ProgressCallback | None = None,
     on_done: Callable[[ModelCheck], None] | None = None,
+    models: list[str] | None = None,
 ) -> list[ModelCheck]:
-    """Run the ceiling first, then every deep model (the ceiling is itself a deep model)."""
-    selected = manifest.select(klass="deep")
+    """Run the ceiling first, then every deep model (the ceiling is itself a deep model), or
+    only the named ``models`` (the ceiling always runs: the ratios need it)."""
+    if models:
+        selected = manifest.select(names=sorted({*models, CEILING[1]}))
+    else:
+        selected = manifest.select(klass="deep")
     selected.sort(key=lambda pm: (pm[0], pm[1].name) != CEILING)
     checks = []
     for protocol, entry in selected:

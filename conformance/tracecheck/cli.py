@@ -163,6 +163,7 @@ def _add_bench(sub: Any) -> None:
     bench.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     bench.add_argument("--workers", default="auto", help="a number or auto (default auto)")
     bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
+    bench.add_argument("--model", action="append", help="only these models (and the ceiling)")
     bench.add_argument(
         "--tv-runs", type=int, default=20, help="RRef traces for the trace-validation figures"
     )
@@ -352,7 +353,9 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
     toolchain()
     workers = _workers(args.workers)
     with _live_progress(console, "deep models") as on_progress:
-        checks = run_bench(manifest, workers, on_progress, lambda c: _print_check_line(console, c))
+        checks = run_bench(
+            manifest, workers, on_progress, lambda c: _print_check_line(console, c), args.model
+        )
     block = bench_table(checks, workers)
     write_block(args.out, block)
     if args.tv_runs:
