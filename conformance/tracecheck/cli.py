@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress as RichProgress
@@ -32,6 +33,7 @@ from tracecheck.bench import (
     write_marked,
 )
 from tracecheck.campaign import run_campaign
+from tracecheck.coverage import CoverageSummary, action_coverage
 from tracecheck.errors import TracecheckError
 from tracecheck.manifest import (
     ModelCheck,
@@ -316,10 +318,11 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     mapping = load_mapping(args.mapping or protocols.pop())
     toolchain()
     report = validate_traces(traces, mapping, args.spec_root, explain=not args.no_explain)
+    coverage = action_coverage(report, mapping, args.spec_root)
     if args.json:
-        print(report.model_dump_json(indent=2))
+        print(json.dumps(_with_coverage(report, coverage), indent=2))
     else:
-        print_report(console, report)
+        print_report(console, report, coverage)
     return 0 if report.all_accepted else 1
 
 
@@ -332,10 +335,11 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
     result = run_campaign(
         args.protocol, args.runs, args.seed, args.steps, args.spec_root, out=args.out
     )
+    coverage = action_coverage(result.report, load_mapping(args.protocol), args.spec_root)
     if args.json:
-        print(result.model_dump_json(indent=2))
+        print(json.dumps(_with_coverage(result, coverage), indent=2))
     else:
-        print_report(console, result.report)
+        print_report(console, result.report, coverage)
         console.print(
             f"simulated in {result.simulate_seconds:.1f} s; "
             + (
@@ -346,6 +350,11 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
             + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
         )
     return 0 if result.report.all_accepted else 1
+
+
+def _with_coverage(result: BaseModel, coverage: CoverageSummary) -> dict[str, Any]:
+    """The result as JSON with every spec action's coverage (or the reason it has none)."""
+    return result.model_dump(mode="json") | {"action_coverage": coverage.model_dump(mode="json")}
 
 
 def _cmd_bench(args: argparse.Namespace, console: Console) -> int:

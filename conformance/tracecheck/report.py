@@ -6,19 +6,34 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tracecheck.coverage import CoverageSummary, coverage_table
 from tracecheck.explain import Explanation
 from tracecheck.validate import TraceVerdict, ValidationReport
 
 __all__ = ["print_report"]
 
 
-def print_report(console: Console, report: ValidationReport) -> None:
-    """Verdict lines, then one block per rejected trace, then coverage and figures."""
+def print_report(
+    console: Console, report: ValidationReport, coverage: CoverageSummary | None = None
+) -> None:
+    """Verdict lines, then one block per rejected trace, then coverage and figures.
+
+    With ``coverage`` the table lists every spec action: its events, or why it has none.
+    """
     for verdict in report.verdicts:
         if verdict.accepted:
             console.print(f"[green]accepted[/] {escape(verdict.source)} ({verdict.events} events)")
         else:
             _rejected(console, verdict)
+    console.print(_coverage_table(report) if coverage is None else coverage_table(coverage))
+    accepted = sum(v.accepted for v in report.verdicts)
+    console.print(
+        f"{accepted}/{len(report.verdicts)} accepted; {report.events:,} events in "
+        f"{report.seconds:.1f} s ({report.rate:,.0f} events/s) over {report.tlc_runs} TLC run(s)"
+    )
+
+
+def _coverage_table(report: ValidationReport) -> Table:
     table = Table(title=f"{report.protocol} coverage", caption="events of accepted traces")
     table.add_column("action")
     table.add_column("events", justify="right")
@@ -26,12 +41,7 @@ def print_report(console: Console, report: ValidationReport) -> None:
         table.add_row(action, f"{count:,}")
     for action in report.uncovered:
         table.add_row(f"[yellow]{action}[/]", "0")
-    console.print(table)
-    accepted = sum(v.accepted for v in report.verdicts)
-    console.print(
-        f"{accepted}/{len(report.verdicts)} accepted; {report.events:,} events in "
-        f"{report.seconds:.1f} s ({report.rate:,.0f} events/s) over {report.tlc_runs} TLC run(s)"
-    )
+    return table
 
 
 def _rejected(console: Console, verdict: TraceVerdict) -> None:
