@@ -20,8 +20,11 @@ N1 = NodeDesc("h", 1, 0)
 N2 = NodeDesc("h", 2, 0)
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "file", "etcd"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> RendezvousStore:
+    if request.param == "etcd":  # a local etcd (tests/rendezvous/conftest.py)
+        etcd: RendezvousStore = request.getfixturevalue("etcd_store")
+        return etcd
     return InMemoryStore() if request.param == "memory" else FileStore(tmp_path)
 
 

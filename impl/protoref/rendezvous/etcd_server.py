@@ -1,0 +1,236 @@
+"""A throwaway single-member etcd for tests and benchmarks (``with EtcdServer() as etcd:``).
+
+It runs Debian's ``etcd-server`` binary (``/usr/bin/etcd``, etcd 3.4) on free loopback ports
+with a temporary data directory, waits until ``/health`` answers, and on exit stops the process
+and removes the directory. It never touches a system service. For a real cluster, skip this and
+point :class:`~protoref.rendezvous.etcd_store.EtcdStore` at its endpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import weakref
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from protoref.errors import ProtorefError
+
+__all__ = [
+    "ETCD_INSTALL_HINT",
+    "EtcdNotInstalledError",
+    "EtcdServer",
+    "EtcdStartError",
+    "find_etcd",
+]
+
+ETCD_INSTALL_HINT: Final = (
+    "install Debian's etcd-server package (apt-get install -y etcd-server, /usr/bin/etcd) "
+    "or set PROTOREF_ETCD to an etcd 3.4+ binary"
+)
+_DEFAULT_BINARY: Final = "/usr/bin/etcd"
+_HEALTH_PAUSE: Final = 0.05  # start-up only: etcd has no readiness notification on loopback
+
+
+class EtcdNotInstalledError(ProtorefError):
+    """No etcd binary: the message says how to install one."""
+
+
+class EtcdStartError(ProtorefError):
+    """etcd did not become healthy; the message carries the tail of its log."""
+
+
+def find_etcd(binary: str | Path | None = None) -> Path:
+    """The etcd binary: ``binary``, else ``$PROTOREF_ETCD``, else ``/usr/bin/etcd`` or PATH."""
+    candidates = [binary, os.environ.get("PROTOREF_ETCD"), _DEFAULT_BINARY, shutil.which("etcd")]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return Path(candidate)
+    asked = f" (asked for {binary})" if binary else ""
+    raise EtcdNotInstalledError(f"no etcd binary found{asked}: {ETCD_INSTALL_HINT}")
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _stop_process(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class EtcdServer:
+    """One etcd member on ``host`` with free client and peer ports.
+
+    ``endpoint`` (``http://127.0.0.1:PORT``) is what :class:`EtcdStore` takes; ``url``
+    (``etcd://127.0.0.1:PORT``) is what ``python -m protoref.rendezvous.node_main --store``
+    takes. ``data_dir`` defaults to a fresh temporary directory, removed on :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        binary: str | Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        data_dir: str | Path | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.binary = find_etcd(binary)
+        self.host = host
+        self.start_timeout = start_timeout
+        self._given_dir = None if data_dir is None else Path(data_dir)
+        self._workdir: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize[[subprocess.Popen[bytes]], EtcdServer] | None = None
+        self.client_port = 0
+        self.peer_port = 0
+
+    @property
+    def endpoint(self) -> str:
+        """The client URL (``http://host:port``)."""
+        self._require_running()
+        return f"http://{self.host}:{self.client_port}"
+
+    @property
+    def url(self) -> str:
+        """The store URL of ``node_main --store`` (``etcd://host:port``)."""
+        self._require_running()
+        return f"etcd://{self.host}:{self.client_port}"
+
+    @property
+    def pid(self) -> int:
+        self._require_running()
+        assert self._proc is not None
+        return self._proc.pid
+
+    def _require_running(self) -> None:
+        if self._proc is None:
+            raise EtcdStartError("etcd server not started (use it as a context manager)")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> EtcdServer:
+        """Start etcd and wait until it is healthy; retried on a port taken in between."""
+        if self._proc is not None:
+            raise EtcdStartError(f"etcd already running (pid {self._proc.pid})")
+        self._workdir = Path(tempfile.mkdtemp(prefix="protoref-etcd-"))
+        last: EtcdStartError | None = None
+        for _attempt in range(3):
+            try:
+                self._launch()
+                return self
+            except EtcdStartError as err:
+                last = err
+                if "address already in use" not in str(err):
+                    break
+        self.stop()
+        assert last is not None
+        raise last
+
+    def _launch(self) -> None:
+        assert self._workdir is not None
+        data_dir = self._given_dir or self._workdir / "data"
+        self.client_port, self.peer_port = _free_port(self.host), _free_port(self.host)
+        client = f"http://{self.host}:{self.client_port}"
+        peer = f"http://{self.host}:{self.peer_port}"
+        args = [
+            str(self.binary),
+            "--name=protoref",
+            f"--data-dir={data_dir}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=protoref={peer}",
+            "--initial-cluster-state=new",
+            "--logger=zap",
+            "--log-outputs=stderr",
+            "--log-level=warn",
+        ]
+        # etcd reads ETCD_* variables too and refuses ones that shadow a flag: start clean.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
+        if platform.machine() in ("aarch64", "arm64"):
+            env["ETCD_UNSUPPORTED_ARCH"] = "arm64"  # etcd 3.4 wants this opt-in on arm64
+        log_path = self._workdir / "etcd.log"
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+        self._proc = proc
+        self._finalizer = weakref.finalize(self, _stop_process, proc)
+        try:
+            self._wait_healthy(client, log_path)
+        except EtcdStartError:
+            self._finalizer()
+            self._proc = None
+            raise
+
+    def _wait_healthy(self, client: str, log_path: Path) -> None:
+        assert self._proc is not None
+        end = time.monotonic() + self.start_timeout
+        while True:
+            if self._proc.poll() is not None:
+                raise EtcdStartError(
+                    f"etcd exited with {self._proc.returncode} at start: {_tail(log_path)}"
+                )
+            if _healthy(client):
+                return
+            if time.monotonic() > end:
+                raise EtcdStartError(
+                    f"etcd at {client} not healthy after {self.start_timeout} s: {_tail(log_path)}"
+                )
+            time.sleep(_HEALTH_PAUSE)
+
+    def stop(self) -> None:
+        """Stop etcd (SIGTERM, then SIGKILL after 10 s) and remove the temporary directory."""
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
+        self._proc = None
+        if self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def __enter__(self) -> EtcdServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _healthy(client: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{client}/health", timeout=1.0) as resp:
+            body = json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    return isinstance(body, dict) and body.get("health") == "true"
+
+
+def _tail(log_path: Path, lines: int = 8) -> str:
+    with contextlib.suppress(OSError):
+        text = log_path.read_text(errors="replace").strip().splitlines()
+        return " | ".join(text[-lines:]) or "(empty log)"
+    return "(no log)"

@@ -1,0 +1,275 @@
+"""The etcd v3 store: several hosts share a rendezvous through an etcd cluster.
+
+Client: ``etcd3gw`` (OpenStack's, pure Python over etcd's grpc-gateway JSON API; it finds the
+API path itself: ``/v3/`` on etcd 3.4+). Why it and not a gRPC client: docs/rendezvous.md.
+
+- **Token** = the key's ``mod_revision``. Revisions are global and only grow, so a key deleted
+  and re-created never repeats a token (``version`` restarts at 1 and would let a stale writer
+  win: an ABA). ``None`` = the key is absent (``create_revision == 0``).
+- **compare_set** is one etcd transaction: compare (``MOD == token`` or ``CREATE == 0``), put on
+  success, range on failure, so a lost CAS returns the winner's value in the same round trip,
+  like torch's ``Store.compare_set`` (the spec's ``SyncWriteWon`` / ``SyncWriteLost``).
+- **wait_for_change** reads the key once, then watches it from the revision after that read:
+  the first event wakes the waiter at once; nothing is polled. (A watch from an older revision
+  would also be correct but etcd serves such "unsynced" watchers from a 100 ms loop.)
+- Errors: anything between us and etcd (refused, timed out, HTTP error, a reply that is not
+  etcd's) is a :class:`RendezvousConnectionError` naming the endpoint; nothing is written then
+  (a CAS is never retried: a timed-out transaction may have been applied, and the next read
+  shows whether it was). Values are the codec's JSON bytes, stored as they are.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import etcd3gw
+import requests
+from etcd3gw.exceptions import Etcd3Exception
+from etcd3gw.watch import Watcher
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
+from protoref.rendezvous.store import Versioned
+
+__all__ = ["DEFAULT_PREFIX", "EtcdStore"]
+
+DEFAULT_PREFIX: Final = "/protoref/"
+_POOL: Final = 128  # connections kept per store: one per thread of a many-node benchmark
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")  # etcd adds fields across versions
+
+
+class _Header(_Model):
+    revision: int  # proto3 JSON sends int64 as a string; lax mode parses it
+
+
+class _KV(_Model):
+    mod_revision: int
+    value: str = ""  # proto3 JSON omits empty bytes
+
+
+class _Range(_Model):
+    header: _Header
+    kvs: list[_KV] = []
+
+
+class _Op(_Model):
+    response_range: _Range | None = None
+
+
+class _Txn(_Model):
+    header: _Header
+    succeeded: bool = False  # omitted when false
+    responses: list[_Op] = []
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _versioned(kv: _KV) -> Versioned:
+    return Versioned(base64.b64decode(kv.value), kv.mod_revision)
+
+
+class _BoundedAdapter(requests.adapters.HTTPAdapter):
+    """An HTTP adapter that bounds requests sent without a timeout (etcd3gw's watch POST)."""
+
+    def __init__(self, default_timeout: tuple[float, float], pool: int) -> None:
+        super().__init__(pool_connections=1, pool_maxsize=pool)
+        self.default_timeout = default_timeout
+
+    def send(  # noqa: PLR0917 - HTTPAdapter.send's own signature, overridden
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: Any = None,
+        verify: Any = True,
+        cert: Any = None,
+        proxies: dict[str, str] | None = None,
+    ) -> requests.Response:
+        bound = self.default_timeout if timeout is None else timeout
+        return super().send(request, stream, bound, verify, cert, proxies)
+
+
+class EtcdStore:
+    """:class:`~protoref.rendezvous.store.RendezvousStore` over etcd v3.
+
+    ``endpoint``: ``http://host:port`` or ``https://host:port`` (a bare ``host:port`` means
+    http). Every key is stored under ``prefix`` (one prefix per run or per job keeps runs apart
+    and lets an operator list or delete one run's keys). ``request_timeout`` bounds each request.
+    TLS: ``ca_cert`` (a CA bundle to verify the server), ``client_cert`` + ``client_key``
+    (mutual TLS); they go to the HTTP session unchanged. etcd's user/password authentication is
+    not supported (see docs/rendezvous.md).
+    """
+
+    def __init__(
+        self,
+        endpoint: str = "http://127.0.0.1:2379",
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        request_timeout: float = 5.0,
+        ca_cert: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+    ) -> None:
+        if request_timeout <= 0:
+            raise ValueError(f"request_timeout must be > 0, got {request_timeout}")
+        if (client_cert is None) != (client_key is None):
+            raise ValueError("client_cert and client_key go together (mutual TLS)")
+        parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+        ):
+            raise ValueError(f"etcd endpoint must be http(s)://host:port, got {endpoint!r}")
+        try:
+            port = parts.port or 2379
+        except ValueError as err:
+            raise ValueError(f"etcd endpoint {endpoint!r}: {err}") from err
+        self.endpoint = f"{parts.scheme}://{parts.netloc}"
+        self.prefix = prefix
+        self.request_timeout = request_timeout
+        self._host, self._port, self._scheme = parts.hostname, port, parts.scheme
+        self._tls = (ca_cert, client_cert, client_key)
+        self._session = self._new_session(pool=_POOL)
+        self._client = self._new_client(self._session, api_path=None)
+        self._count_lock = threading.Lock()
+        self.cas_won = 0
+        self.cas_lost = 0
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _new_session(self, pool: int, read_timeout: float | None = None) -> requests.Session:
+        session = requests.Session()
+        read = self.request_timeout if read_timeout is None else read_timeout
+        adapter = _BoundedAdapter((self.request_timeout, read), pool)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+        ca_cert, client_cert, client_key = self._tls
+        if ca_cert is not None:
+            session.verify = ca_cert
+        if client_cert is not None and client_key is not None:
+            session.cert = (client_cert, client_key)
+        return session
+
+    def _new_client(self, session: requests.Session, api_path: str | None) -> etcd3gw.Etcd3Client:
+        return etcd3gw.Etcd3Client(
+            host=self._host,
+            port=self._port,
+            protocol=self._scheme,
+            timeout=self.request_timeout,
+            api_path=api_path,
+            session=session,
+        )
+
+    @contextlib.contextmanager
+    def _talking(self, what: str, key: str) -> Iterator[None]:
+        """Map every failure on the way to etcd to one typed error naming the endpoint."""
+        try:
+            yield
+        except Etcd3Exception as err:
+            detail = (err.detail_text or str(err) or type(err).__name__).strip()[:300]
+            raise RendezvousConnectionError(
+                f"etcd at {self.endpoint}: {what} {key!r} failed: {type(err).__name__}: {detail}"
+            ) from err
+        except requests.RequestException as err:
+            raise RendezvousConnectionError(
+                f"etcd at {self.endpoint}: {what} {key!r} failed: {err}"
+            ) from err
+        except (ValidationError, ValueError) as err:  # a reply that is not etcd's JSON
+            raise RendezvousConnectionError(
+                f"etcd at {self.endpoint}: {what} {key!r}: unexpected reply: {err}"
+            ) from err
+
+    def _range(self, key: str) -> _Range:
+        full = self.prefix + key
+        with self._talking("read", full):
+            reply: Any = self._client.post(
+                self._client.get_url("/kv/range"), json={"key": _b64(full.encode())}
+            )
+            return _Range.model_validate(reply)
+
+    # ------------------------------------------------------------------ the store protocol
+
+    def get(self, key: str) -> Versioned | None:
+        found = self._range(key).kvs
+        return _versioned(found[0]) if found else None
+
+    def compare_set(self, key: str, token: int | None, value: bytes) -> tuple[bool, Versioned]:
+        full = self.prefix + key
+        k = _b64(full.encode())
+        compare = (
+            {"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": 0}
+            if token is None
+            else {"key": k, "target": "MOD", "result": "EQUAL", "mod_revision": token}
+        )
+        txn = {
+            "compare": [compare],
+            "success": [{"request_put": {"key": k, "value": _b64(value)}}],
+            "failure": [{"request_range": {"key": k}}],
+        }
+        with self._talking("compare-and-set", full):
+            reply = _Txn.model_validate(self._client.transaction(txn))
+        if reply.succeeded:  # the txn's revision is the key's new mod_revision
+            with self._count_lock:
+                self.cas_won += 1
+            return True, Versioned(value, reply.header.revision)
+        with self._count_lock:
+            self.cas_lost += 1
+        ranged = reply.responses[0].response_range if reply.responses else None
+        if ranged is None or not ranged.kvs:
+            # Only reachable when someone deleted the key under our token: there is no winner
+            # to load, and writing now would resurrect a state nobody holds.
+            raise RendezvousStateError(full, f"deleted from etcd (token {token} is stale)")
+        return False, _versioned(ranged.kvs[0])
+
+    def wait_for_change(self, key: str, token: int | None, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        now = self._range(key)
+        current = now.kvs[0].mod_revision if now.kvs else None
+        if current != token:
+            return True
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        events: queue.SimpleQueue[object] = queue.SimpleQueue()
+        # A session per watch: etcd3gw's Watcher.stop closes its session's connection pool. Its
+        # read timeout only backs up the stop below (a silent etcd must not pin the thread).
+        session = self._new_session(pool=1, read_timeout=left + self.request_timeout)
+        full = self.prefix + key
+        try:
+            with self._talking("watch", full):
+                client = self._new_client(session, api_path=self._client.api_path)
+                watcher = Watcher(client, full, events.put, start_revision=now.header.revision + 1)
+            try:
+                events.get(timeout=left)
+            except queue.Empty:
+                return False
+            finally:
+                watcher.stop()
+            return True
+        finally:
+            session.close()
+
+    def describe(self) -> str:
+        return "etcd"
+
+    def close(self) -> None:
+        """Close the HTTP connections (the store is unusable afterwards)."""
+        self._session.close()
+
+    def __enter__(self) -> EtcdStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

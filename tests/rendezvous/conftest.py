@@ -1,0 +1,43 @@
+"""A local etcd for the rendezvous tests: one per test session, on free loopback ports.
+
+etcd is a required test dependency (``.ci/run`` installs Debian's ``etcd-server``): without the
+binary the etcd tests FAIL with the install hint. ``PROTOREF_SKIP_ETCD=1`` turns that into a skip
+for a developer who knowingly runs without etcd; CI never sets it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from protoref.rendezvous.etcd_server import ETCD_INSTALL_HINT, EtcdNotInstalledError, EtcdServer
+from protoref.rendezvous.etcd_store import EtcdStore
+
+_prefixes = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def etcd_server() -> Iterator[EtcdServer]:
+    try:
+        server = EtcdServer()
+    except EtcdNotInstalledError as err:
+        if os.environ.get("PROTOREF_SKIP_ETCD") == "1":
+            pytest.skip(f"PROTOREF_SKIP_ETCD=1: etcd tests not run ({err})")
+        pytest.fail(f"the etcd tests need etcd: {ETCD_INSTALL_HINT}")
+    with server:
+        yield server
+
+
+@pytest.fixture
+def etcd_prefix() -> str:
+    """A key prefix of its own per test (the tests share one etcd)."""
+    return f"/test/{os.getpid()}/{next(_prefixes)}/"
+
+
+@pytest.fixture
+def etcd_store(etcd_server: EtcdServer, etcd_prefix: str) -> Iterator[EtcdStore]:
+    with EtcdStore(etcd_server.endpoint, prefix=etcd_prefix) as store:
+        yield store

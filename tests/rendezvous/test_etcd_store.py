@@ -1,0 +1,298 @@
+"""The etcd store against a real local etcd (tests/rendezvous/conftest.py starts it).
+
+The CAS and wait contract shared with the other stores is in test_store.py (parametrized over
+all three); here: what only etcd has (revisions as tokens, prefixes, watches, errors on the way
+to the server), CAS races from threads, and the handler over etcd.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import urllib.request
+from collections.abc import Iterator
+
+import etcd3gw
+import pytest
+
+from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
+from protoref.rendezvous.etcd_server import EtcdServer
+from protoref.rendezvous.etcd_store import EtcdStore
+from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo
+from protoref.rendezvous.holder import StateHolder
+from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+
+LIMIT = 30.0  # seconds a helper thread may take before the test fails (never reached)
+
+
+def _raw_client(server: EtcdServer) -> etcd3gw.Etcd3Client:
+    return etcd3gw.client(host=server.host, port=server.client_port, timeout=LIMIT)
+
+
+def _watchers(server: EtcdServer) -> int:
+    """etcd's own count of open watchers (its Prometheus gauge)."""
+    with urllib.request.urlopen(f"{server.endpoint}/metrics", timeout=LIMIT) as resp:
+        text = resp.read().decode()
+    found = re.search(r"^etcd_debugging_mvcc_watcher_total (\S+)$", text, re.MULTILINE)
+    assert found, "etcd's /metrics has no watcher gauge"
+    return int(float(found.group(1)))
+
+
+# --------------------------------------------------------------------------- tokens and keys
+
+
+def test_token_is_the_mod_revision(etcd_store: EtcdStore, etcd_server: EtcdServer) -> None:
+    ok, v1 = etcd_store.compare_set("k", None, b"a")
+    assert ok
+    [(value, meta)] = _raw_client(etcd_server).get(etcd_store.prefix + "k", metadata=True)
+    assert value == b"a"
+    assert int(meta["mod_revision"]) == v1.token
+    assert etcd_store.get("k") == v1
+
+
+def test_empty_and_binary_values_round_trip(etcd_store: EtcdStore) -> None:
+    ok, empty = etcd_store.compare_set("e", None, b"")
+    assert ok
+    assert etcd_store.get("e") == empty
+    raw = bytes(range(256))
+    ok, _ = etcd_store.compare_set("e", empty.token, raw)
+    assert ok
+    got = etcd_store.get("e")
+    assert got is not None
+    assert got.value == raw
+
+
+def test_a_recreated_key_never_repeats_a_token(
+    etcd_store: EtcdStore, etcd_server: EtcdServer
+) -> None:
+    """Deleted and re-created: ``version`` would restart at 1, ``mod_revision`` does not (ABA)."""
+    _, old = etcd_store.compare_set("k", None, b"a")
+    raw = _raw_client(etcd_server)
+    assert raw.delete(etcd_store.prefix + "k")
+    _, new = etcd_store.compare_set("k", None, b"b")
+    assert new.token != old.token
+    lost, seen = etcd_store.compare_set("k", old.token, b"stale")
+    assert not lost
+    assert seen == new
+
+
+def test_a_key_deleted_under_a_token_is_a_state_error(
+    etcd_store: EtcdStore, etcd_server: EtcdServer
+) -> None:
+    _, v = etcd_store.compare_set("k", None, b"a")
+    _raw_client(etcd_server).delete(etcd_store.prefix + "k")
+    with pytest.raises(RendezvousStateError, match="deleted from etcd"):
+        etcd_store.compare_set("k", v.token, b"b")
+    assert etcd_store.get("k") is None  # nothing was resurrected
+
+
+def test_prefixes_keep_runs_apart(etcd_server: EtcdServer, etcd_prefix: str) -> None:
+    with (
+        EtcdStore(etcd_server.endpoint, prefix=etcd_prefix + "a/") as a,
+        EtcdStore(etcd_server.endpoint, prefix=etcd_prefix + "b/") as b,
+    ):
+        a.compare_set("k", None, b"from a")
+        assert b.get("k") is None
+        ok, _ = b.compare_set("k", None, b"from b")
+        assert ok
+        got = a.get("k")
+        assert got is not None
+        assert got.value == b"from a"
+
+
+# --------------------------------------------------------------------------- races and watches
+
+
+def test_cas_race_from_threads_loses_no_update(etcd_store: EtcdStore) -> None:
+    threads, each = 4, 15
+    errors: list[BaseException] = []
+
+    def increment() -> None:
+        try:
+            done = 0
+            while done < each:
+                got = etcd_store.get("counter")
+                value = int(got.value) if got else 0
+                ok, _ = etcd_store.compare_set(
+                    "counter", got.token if got else None, b"%d" % (value + 1)
+                )
+                done += ok
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    workers = [threading.Thread(target=increment) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(LIMIT)
+        assert not w.is_alive()
+    assert not errors, errors
+    got = etcd_store.get("counter")
+    assert got is not None
+    assert got.value == b"%d" % (threads * each)
+    assert etcd_store.cas_won == threads * each
+
+
+def test_watch_wakes_on_a_write_made_while_watching(
+    etcd_store: EtcdStore, etcd_server: EtcdServer
+) -> None:
+    """The write is made only once etcd counts the waiter's watch: the watch path woke it."""
+    _, v = etcd_store.compare_set("k", None, b"a")
+    before = _watchers(etcd_server)
+    woke: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: woke.append(etcd_store.wait_for_change("k", v.token, LIMIT))
+    )
+    waiter.start()
+    watching = threading.Event()
+    while not watching.wait(0.01):  # until etcd reports the watch (bounded by the join below)
+        if _watchers(etcd_server) > before or not waiter.is_alive():
+            watching.set()
+    etcd_store.compare_set("k", v.token, b"b")
+    waiter.join(LIMIT)
+    assert not waiter.is_alive()
+    assert woke == [True]
+    assert _watchers(etcd_server) == before  # the watch was cancelled
+
+
+def test_wait_times_out_without_a_change(etcd_store: EtcdStore) -> None:
+    _, v = etcd_store.compare_set("k", None, b"a")
+    assert not etcd_store.wait_for_change("k", v.token, 0.05)
+    assert not etcd_store.wait_for_change("absent", None, 0.05)
+    assert not etcd_store.wait_for_change("k", v.token, 0.0)
+
+
+def test_wait_sees_a_change_made_before_it_started(etcd_store: EtcdStore) -> None:
+    _, v = etcd_store.compare_set("k", None, b"a")
+    etcd_store.compare_set("k", v.token, b"b")
+    assert etcd_store.wait_for_change("k", v.token, LIMIT)
+    assert etcd_store.wait_for_change("k", None, LIMIT)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.fixture
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # nothing listens there any more
+
+
+def test_unreachable_endpoint_names_it(closed_port: int) -> None:
+    endpoint = f"http://127.0.0.1:{closed_port}"
+    with EtcdStore(endpoint, request_timeout=2.0) as store:
+        for call in (
+            lambda: store.get("k"),
+            lambda: store.compare_set("k", None, b"v"),
+            lambda: store.wait_for_change("k", None, 1.0),
+        ):
+            with pytest.raises(RendezvousConnectionError, match=re.escape(endpoint)):
+                call()
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """A socket that accepts connections and never answers (a hung etcd)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        yield f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_a_silent_endpoint_times_out(silent_endpoint: str) -> None:
+    with EtcdStore(silent_endpoint, request_timeout=0.2) as store:
+        with pytest.raises(RendezvousConnectionError, match="ConnectionTimeoutError"):
+            store.get("k")
+        with pytest.raises(RendezvousConnectionError, match="ConnectionTimeoutError"):
+            store.compare_set("k", None, b"v")
+
+
+def test_something_that_is_not_etcd(etcd_server: EtcdServer) -> None:
+    """An HTTP server that is not an etcd gateway: a typed error, not a KeyError."""
+    store = EtcdStore(etcd_server.endpoint)
+    store._client._api_path = "/no-such-api/"  # as if discovery had found another server
+    with pytest.raises(RendezvousConnectionError, match="failed"):
+        store.get("k")
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["ftp://h:1", "http://", "http://h:1/path", "http://h:notaport"]
+)
+def test_bad_endpoints_are_refused(endpoint: str) -> None:
+    with pytest.raises(ValueError, match="endpoint"):
+        EtcdStore(endpoint)
+
+
+def test_bad_options_are_refused() -> None:
+    with pytest.raises(ValueError, match="request_timeout"):
+        EtcdStore(request_timeout=0)
+    with pytest.raises(ValueError, match="together"):
+        EtcdStore(client_cert="c.pem")
+
+
+# --------------------------------------------------------------------------- with the holder
+
+
+CFG = RendezvousSettings(run_id="r", min_nodes=2, max_nodes=2, cache_duration=0)
+
+
+def test_corrupted_value_is_a_state_error_and_stays(etcd_store: EtcdStore) -> None:
+    holder = StateHolder(etcd_store, CFG)
+    etcd_store.compare_set(holder.key, None, b"\x80\x04 pickled, not JSON")
+    with pytest.raises(RendezvousStateError, match="Invalid JSON"):
+        holder.sync(0.0)
+    holder.set_state(RendezvousState().replace(participants={NodeDesc("h", 1, 0): 0}))
+    with pytest.raises(RendezvousStateError):
+        holder.sync(0.0)  # the lost CAS loads the corrupted value: an error, no overwrite
+    got = etcd_store.get(holder.key)
+    assert got is not None
+    assert got.value == b"\x80\x04 pickled, not JSON"
+
+
+def test_foreign_run_is_rejected_through_etcd(etcd_store: EtcdStore) -> None:
+    theirs = StateHolder(etcd_store, CFG.model_copy(update={"run_id": "r"}))
+    theirs.set_state(RendezvousState().replace(round=3))
+    theirs.sync(0.0)
+    ours = StateHolder(etcd_store, CFG.model_copy(update={"run_id": "other"}))
+    ours.key = theirs.key  # the same key, another run's settings
+    with pytest.raises(RendezvousStateError, match="run_id is 'r'"):
+        ours.sync(0.0)
+
+
+# --------------------------------------------------------------------------- the handler
+
+
+def test_handlers_rendezvous_over_etcd(etcd_store: EtcdStore) -> None:
+    n = 4
+    cfg = RendezvousSettings(run_id="etcd-threads", min_nodes=n, max_nodes=n, cache_duration=0)
+    nodes = [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(n)]
+    handlers = [DynamicRendezvousHandler(etcd_store, cfg, node=node) for node in nodes]
+    out: dict[NodeDesc, RendezvousInfo] = {}
+    errors: list[BaseException] = []
+
+    def go(h: DynamicRendezvousHandler) -> None:
+        try:
+            out[h.node] = h.next_rendezvous()
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=go, args=(h,)) for h in handlers]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(LIMIT)
+            assert not t.is_alive()
+    finally:
+        for h in handlers:
+            h._stop_heartbeats()
+    assert not errors, errors
+    expected = {node: rank for rank, node in enumerate(sorted(nodes))}
+    assert {node: info.rank for node, info in out.items()} == expected
+    assert {(info.round, info.world_size) for info in out.values()} == {(0, n)}
+    assert handlers[0].shutdown()
+    assert handlers[1].is_closed()
