@@ -23,10 +23,6 @@ NOT_PERFORMED = {
     # Guarded by ~Reference: in the Reference a to_here keeps its UserRRef pinned until the reply
     # arrives (a timeout changes no protocol state), so the step only exists for PyTorch.
     "TimeOutToHere": "PyTorch variant only",
-    # Graceful shutdown (constant Shutdown) comes with the runtime and rpc.shutdown (issue 4).
-    "WaitAllWorkers": "shutdown: not implemented yet",
-    "DelAllUsersAndUnforkedOwners": "shutdown: not implemented yet",
-    "DestroyInstance": "shutdown: not implemented yet",
 }
 
 
@@ -53,7 +49,7 @@ def test_args_are_named_like_the_tla_parameters(
 
 def _all_events_run() -> MemorySink:
     sink = MemorySink()
-    Simulator(5, SimConfig(), sink).run(400)
+    Simulator(5, SimConfig(shutdown=True), sink).run(400)
     return sink
 
 
@@ -70,7 +66,7 @@ def test_every_line_round_trips() -> None:
 def test_runs_perform_every_schema_event() -> None:
     seen: set[str] = set()
     for seed in range(6):
-        seen |= set(Simulator(seed, SimConfig()).run(300).counts)
+        seen |= set(Simulator(seed, SimConfig(shutdown=seed % 2 == 0)).run(300).counts)
     sim = Simulator(0, SimConfig(timeouts=False))
     SCENARIOS["self_remote"](sim)
     seen |= set(sim.finish().counts)
@@ -100,7 +96,7 @@ def test_post_uses_tla_variable_names() -> None:
     assert keys <= {
         "nextId", "owners", "pendingOwners", "forks", "pendingUsers", "confirmedUsers",
         "pendingChildren", "ownerHeld", "selfCalls", "tombstones", "users", "held",
-        "fetching", "fetched", "deleted", "timedOut", "delivered",
+        "fetching", "fetched", "deleted", "timedOut", "phase", "stopping", "delivered",
     }  # fmt: skip
 
 

@@ -5,6 +5,10 @@ compare the acting worker's slice of each variable the action touches: per-worke
 indexed by the worker; for the global sets of UserRRefs (``users``, ``held``, ...) the slice is
 the part that lives on the worker, as the implementation logs it. ``net`` and the history
 variables are not logged: the parameters pin every step down, so TLC computes them.
+
+Graceful shutdown: ``WaitAllWorkers`` is one global barrier with no parameter, logged by the
+header's environment actor ``"barrier"`` with the global ``stopping`` after it; the sweep and
+``DestroyInstance`` are per-worker steps like the others.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ _SLICE = {
     "ownerHeld": "ownerHeld'[@]",
     "selfCalls": "selfCalls'[@]",
     "tombstones": "tombstones'[@]",
+    "phase": "phase'[@]",
+    # Global: the barrier is one step for all workers, logged by an environment actor.
+    "stopping": "stopping'",
     "users": "{u \\in users' : u.on = @}",
     # The message a handler took from the network: which copy of a retried message it was.
     "delivered": "net \\ net'",
@@ -96,6 +103,9 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "DelForkOfOwner": (("w", "r", "f"), ("delivered", "forks", "owners", "tombstones")),
+    "WaitAllWorkers": ((), ("stopping",)),
+    "DelAllUsersAndUnforkedOwners": (("w",), ("deleted", "confirmedUsers", "owners", "phase")),
+    "DestroyInstance": (("w",), ("phase", "pendingOwners")),
 }
 
 
@@ -137,11 +147,7 @@ RREF = ProtocolMap(
         ActionMap(event=event, params=params, post={v: _SLICE[v] for v in post})
         for event, (params, post) in _TABLE.items()
     ),
-    hidden={
-        "WaitAllWorkers": "graceful shutdown is not yet in the implementation (issue 4)",
-        "DelAllUsersAndUnforkedOwners": "graceful shutdown is not yet in the implementation",
-        "DestroyInstance": "graceful shutdown is not yet in the implementation",
-    },
+    hidden={},
 )
 
 

@@ -22,9 +22,12 @@ __all__ = [
     "MESSAGE_ADAPTER",
     "MSG_TYPES",
     "RETRIED",
+    "USER_CALL_TYPES",
     "ChildAccept",
     "CreateLocalRRef",
+    "DelAllUsersAndUnforkedOwners",
     "DelUser",
+    "DestroyInstance",
     "DropOwnerRRef",
     "DropRRef",
     "ForkRequest",
@@ -43,6 +46,7 @@ __all__ = [
     "TimeOutRemote",
     "ToHere",
     "UserDelete",
+    "WaitAllWorkers",
 ]
 
 Gid: TypeAlias = GloballyUniqueId
@@ -168,6 +172,17 @@ MSG_TYPES: Final = frozenset(
 )
 #: RRef.tla ``Retried``: control messages sent with sendWithRetries (at least once).
 RETRIED: Final = frozenset({"RREF_FORK_REQUEST", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"})
+#: RRef.tla ``UserCallTypes``: user calls and their replies (none may be in flight at the
+#: shutdown barrier).
+USER_CALL_TYPES: Final = frozenset(
+    {
+        "PYTHON_REMOTE_CALL",
+        "REMOTE_RET",
+        "PYTHON_RREF_FETCH_CALL",
+        "PYTHON_RREF_FETCH_RET",
+        "PYTHON_CALL",
+    }
+)
 
 
 # --------------------------------------------------------------------------- other inputs
@@ -234,6 +249,31 @@ class DelUser(FrozenModel):
     f: Gid
 
 
+class WaitAllWorkers(FrozenModel):
+    """rpc.shutdown's ``_wait_all_workers`` barrier passed (spec ``WaitAllWorkers``); the driver
+    says how many user calls it knows to be in flight (the barrier requires none)."""
+
+    type: Literal["WAIT_ALL_WORKERS"] = "WAIT_ALL_WORKERS"
+    user_calls_in_flight: int = Field(default=0, ge=0)
+
+
+class DelAllUsersAndUnforkedOwners(FrozenModel):
+    """The shutdown sweep (spec ``DelAllUsersAndUnforkedOwners(w)``); ``force`` after a timeout."""
+
+    type: Literal["DEL_ALL_USERS_AND_UNFORKED_OWNERS"] = "DEL_ALL_USERS_AND_UNFORKED_OWNERS"
+    force: bool = False
+
+
+class DestroyInstance(FrozenModel):
+    """agent.join + destroyInstance (spec ``DestroyInstance(w)``): ``active_calls`` messages to or
+    from this worker in flight, ``peers_swept`` every worker has swept; ``force`` skips waits."""
+
+    type: Literal["DESTROY_INSTANCE"] = "DESTROY_INSTANCE"
+    active_calls: int = Field(default=0, ge=0)
+    peers_swept: bool = True
+    force: bool = False
+
+
 RRefInput = Annotated[
     PythonRemoteCall
     | RemoteRet
@@ -251,7 +291,10 @@ RRefInput = Annotated[
     | DropRRef
     | DropOwnerRRef
     | TimeOutRemote
-    | DelUser,
+    | DelUser
+    | WaitAllWorkers
+    | DelAllUsersAndUnforkedOwners
+    | DestroyInstance,
     Field(discriminator="type"),
 ]
 INPUT_ADAPTER: Final[TypeAdapter[RRefInput]] = TypeAdapter(RRefInput)

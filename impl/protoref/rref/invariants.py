@@ -1,8 +1,10 @@
 """RRef.tla's safety invariants as Python predicates over a whole simulated system.
 
 A :class:`World` is what the spec's state is at runtime: every worker's context, the messages in
-flight, and the two history variables (``removedForks``, ``erasedOwners``) that the driver records
-by diffing each step. :func:`check` raises :class:`InvariantViolationError` naming the first
+flight, and the history the driver records by diffing each step: the spec's two history
+variables (``removedForks``, ``erasedOwners``) and, for the notes' R4, which the spec has no
+invariant for, the RREF_USER_DELETEs sent per ForkId and the ForkIds that ever left ``deleted``.
+:func:`check` raises :class:`InvariantViolationError` naming the first
 violated invariant, spelled as in the spec. These are cheap self-checks for the simulator; TLC
 checks the traces (conformance) and the spec itself.
 """
@@ -31,6 +33,10 @@ class World:
     removed_forks: Mapping[WorkerId, frozenset[Pair]] = field(default_factory=dict)
     erased_owners: Mapping[WorkerId, frozenset[Gid]] = field(default_factory=dict)
     stopping: bool = False
+    #: R4 history: distinct RREF_USER_DELETEs sent per ForkId (retry copies not counted).
+    delete_sends: Mapping[Gid, int] = field(default_factory=dict)
+    #: R4 history: ForkIds some step removed from a worker's ``deleted`` (must stay empty).
+    undeleted: Mapping[WorkerId, frozenset[Gid]] = field(default_factory=dict)
 
     def users(self) -> Iterable[UserRRef]:
         for ctx in self.contexts.values():
@@ -124,6 +130,22 @@ def safe_delete(world: World) -> str | None:
     return None
 
 
+def at_most_one_delete(world: World) -> str | None:
+    """R4 (notes §4.1; no spec invariant, the spec's ``deleted`` set makes it structural): each
+    ForkId is the subject of at most one distinct RREF_USER_DELETE, and ``deletedOnOwner_`` is
+    monotone (no step takes a ForkId out of ``deleted``)."""
+    twice = sorted(f for f, n in world.delete_sends.items() if n > 1)
+    if twice:
+        return f"more than one RREF_USER_DELETE sent for {twice}"
+    for w, forks in world.undeleted.items():
+        if forks:
+            return f"{w}: deletedOnOwner_ was reset for {sorted(forks)}"
+    for m in world.net:
+        if m.type == "RREF_USER_DELETE" and m.fork not in world.contexts[m.src].deleted:
+            return f"{m!r} in flight but {m.fork} is not marked deleted on {m.src}"
+    return None
+
+
 def disjoint_maps(world: World) -> str | None:
     """R5 DisjointMapsInv: the context's maps are disjoint and well typed."""
     for w, ctx in world.contexts.items():
@@ -198,6 +220,22 @@ def self_remote_owner(world: World) -> str | None:
     return None
 
 
+def shutdown_order(world: World) -> str | None:
+    """R11 ShutdownOrderInv: nothing in flight to or from a destroyed context, and no fetch of
+    one of its UserRRefs parked anywhere (it would never complete)."""
+    destroyed = {w for w, ctx in world.contexts.items() if ctx.phase == "destroyed"}
+    if not destroyed:
+        return None
+    for m in world.net:
+        if m.src in destroyed or m.dst in destroyed:
+            return f"{m!r} in flight to or from a destroyed context"
+    for w, ctx in world.contexts.items():
+        for p in ctx.pending_owners:
+            if p[2] in destroyed:
+                return f"{w}: fetch {p} of destroyed {p[2]} still parked"
+    return None
+
+
 def quiescent(world: World) -> bool:
     """RRef.tla ``Quiescent``: nothing in flight, nothing held, no destructor pending."""
     if world.net:
@@ -234,12 +272,14 @@ INVARIANTS: dict[str, Callable[[World], str | None]] = {
     "NoFetchAfterDeleteInv": no_fetch_after_delete,
     "ParentHeldInv": parent_held,
     "SafeDeleteInv": safe_delete,
+    "AtMostOneDeleteR4": at_most_one_delete,
     "DisjointMapsInv": disjoint_maps,
     "UniqueIdsInv": unique_ids,
     "NoForkResurrectionInv": no_fork_resurrection,
     "ForkTreeInv": fork_tree,
     "LeakFreeQuiescenceInv": leak_free_quiescence,
     "SelfRemoteOwnerInv": self_remote_owner,
+    "ShutdownOrderInv": shutdown_order,
 }
 
 

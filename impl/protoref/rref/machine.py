@@ -18,14 +18,17 @@ from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref import events as ev
 from protoref.rref import trace as tr
-from protoref.rref.state import RRefContext, UserRRef
+from protoref.rref.state import Leak, RRefContext, UserRRef
 
 __all__ = [
     "ACTION_TABLE",
     "ActionRow",
     "Step",
     "action_table_markdown",
+    "del_all_users_and_unforked_owners",
+    "destroy_instance",
     "step",
+    "wait_all_workers",
 ]
 
 Gid = GloballyUniqueId
@@ -33,11 +36,13 @@ Gid = GloballyUniqueId
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """A transition's result: the new context, the messages to send, the action performed."""
+    """A transition's result: the new context, the messages to send, the action performed and,
+    for the shutdown steps, what was found left behind (:class:`Leak`, PyTorch's warnings)."""
 
     state: RRefContext
     sent: tuple[ev.Message, ...]
     action: tr.ActionArgs
+    leaks: tuple[Leak, ...] = ()
 
 
 def _fail(ctx: RRefContext, action: str, reason: str) -> ProtocolError:
@@ -54,6 +59,16 @@ def _user(ctx: RRefContext, action: str, f: Gid) -> UserRRef:
 def _addressed(ctx: RRefContext, action: str, m: ev.MessageBase) -> None:
     if m.dst != ctx.me:
         raise _fail(ctx, action, f"message for {m.dst} delivered to {ctx.me}")
+    if ctx.phase == "destroyed":
+        # R11 ShutdownOrderInv: no message reaches a destroyed context (the spec's
+        # DestroyInstance waits until none is in flight), so one that does is refused.
+        raise _fail(ctx, action, f"{m.type} delivered after destroyInstance")
+
+
+def _app(ctx: RRefContext, action: str) -> None:
+    # RRef.tla AppCanAct(w): no new user call, fork or fetch once _wait_all_workers passed.
+    if not ctx.app_can_act():
+        raise _fail(ctx, action, f"shutdown in progress (phase {ctx.phase}, barrier passed)")
 
 
 def _del_fork_locally(ctx: RRefContext, r: Gid, f: Gid) -> RRefContext:
@@ -72,6 +87,7 @@ def _del_fork_locally(ctx: RRefContext, r: Gid, f: Gid) -> RRefContext:
 def create_local_rref(ctx: RRefContext) -> Step:
     """``CreateLocalRRef(w)``: rpc.RRef(obj) -> createOwnerRRef. Not put into owners_ until it is
     first forked, so an RRef never shared never leaks."""
+    _app(ctx, "CreateLocalRRef")
     r = ctx.new_id()
     new = replace(ctx, next_id=ctx.next_id + 1, owner_held=ctx.owner_held | {r})
     return Step(new, (), tr.CreateLocalRRefArgs(w=ctx.me))
@@ -81,6 +97,7 @@ def remote(ctx: RRefContext, dst: WorkerId) -> Step:
     """``Remote(w, dst)``: rpc.remote. To another worker: a UserRRef (RRefId then ForkId) kept
     alive by addPendingUser until REMOTE_RET (G2: the OwnerRRef is the creator's child). To self:
     createOwnerRRef + addSelfAsFork, and a PYTHON_REMOTE_CALL(r, r) to self."""
+    _app(ctx, "Remote")
     me, r = ctx.me, ctx.new_id()
     args = tr.RemoteArgs(w=me, dst=dst)
     if dst != me:
@@ -113,6 +130,7 @@ def prepare_child_fork(ctx: RRefContext, dst: WorkerId, r: Gid, parent: Gid) -> 
     accepted (G2); a timed-out or deleted UserRRef cannot be forked."""
     me, c = ctx.me, ctx.new_id()
     name = "PrepareChildFork"
+    _app(ctx, name)
     if dst == me:
         raise _fail(
             ctx, name, "an RRef is shared only with another worker (Links has no self pair)"
@@ -143,6 +161,7 @@ def prepare_child_fork(ctx: RRefContext, dst: WorkerId, r: Gid, parent: Gid) -> 
 def to_here(ctx: RRefContext, f: Gid) -> Step:
     """``ToHere(w, f)``: UserRRef.to_here sends PYTHON_RREF_FETCH_CALL; the call keeps the
     UserRRef alive until the value arrives. The spec bounds it to one call per UserRRef."""
+    _app(ctx, "ToHere")
     u = _user(ctx, "ToHere", f)
     if f not in ctx.held:
         raise _fail(ctx, "ToHere", f"UserRRef {f} is not held by the application")
@@ -197,15 +216,19 @@ def time_out_remote(ctx: RRefContext, r: Gid, f: Gid) -> Step:
 
 def del_user(ctx: RRefContext, f: Gid) -> Step:
     """``DelUser(w, f)``: the refcount reached zero -> UserRRef::tryDel -> delUser. G1: send
-    RREF_USER_DELETE to the owner, at most once; erase confirmedUsers_[f]."""
+    RREF_USER_DELETE to the owner, at most once; erase confirmedUsers_[f]. A destroyed context
+    sends nothing (``destroyed_``)."""
     u = _user(ctx, "DelUser", f)
     if f in ctx.deleted:
         raise _fail(ctx, "DelUser", f"UserRRef {f} was already deleted")
     if ctx.referenced(f):
         raise _fail(ctx, "DelUser", f"UserRRef {f} is still referenced (G2 holds it)")
     new = replace(ctx, deleted=ctx.deleted | {f}, confirmed_users=ctx.confirmed_users - {f})
+    args = tr.DelUserArgs(w=ctx.me, f=f)
+    if ctx.phase == "destroyed":
+        return Step(new, (), args)
     msg = ev.UserDelete(src=ctx.me, dst=u.owner, rref=u.rref, owner=u.owner, fork=f)
-    return Step(new, (msg,), tr.DelUserArgs(w=ctx.me, f=f))
+    return Step(new, (msg,), args)
 
 
 # --------------------------------------------------------------------------- message handlers
@@ -361,6 +384,117 @@ def del_fork_of_owner(ctx: RRefContext, m: ev.UserDelete) -> Step:
     return Step(new, (), tr.DelForkOfOwnerArgs(w=ctx.me, r=r, f=f))
 
 
+# --------------------------------------------------------------------------- graceful shutdown
+
+
+def wait_all_workers(ctx: RRefContext, user_calls_in_flight: int = 0) -> Step:
+    """``WaitAllWorkers``: this worker has passed rpc.shutdown's ``_wait_all_workers`` barrier;
+    from now on it issues no user call, fork or fetch (AppCanAct).
+
+    The spec's step is one global barrier; a driver applies this to every worker's context and
+    logs one event for all of them (under an environment actor). Its precondition, stated in
+    the spec rather than assumed as PyTorch does, is that no user call (PYTHON_REMOTE_CALL,
+    REMOTE_RET, fetch, PYTHON_CALL) is in flight: the driver passes how many it knows of.
+    """
+    name = "WaitAllWorkers"
+    if user_calls_in_flight < 0:
+        raise _fail(ctx, name, f"user_calls_in_flight must be >= 0, got {user_calls_in_flight}")
+    if ctx.stopping:
+        raise _fail(ctx, name, "the barrier was already passed")
+    if user_calls_in_flight:
+        raise _fail(
+            ctx,
+            name,
+            f"{user_calls_in_flight} user call(s) in flight: the application must wait for its "
+            "futures before shutdown (a PYTHON_CALL delivered after the sweep leaks a UserRRef)",
+        )
+    return Step(replace(ctx, stopping=True), (), tr.WaitAllWorkersArgs())
+
+
+def del_all_users_and_unforked_owners(ctx: RRefContext, *, force: bool = False) -> Step:
+    """``DelAllUsersAndUnforkedOwners(w)``: ``_delete_all_user_and_unforked_owner_rrefs``.
+
+    Once pendingUsers_ and pendingChildren_ are empty (and, in the Reference, no fetch of a
+    UserRRef here is outstanding), send RREF_USER_DELETE for every confirmed UserRRef not yet
+    deleted, even one the application still holds (G1, forced; reported as a ``held_user``
+    leak), erase the OwnerRRefs that have no fork, clear confirmedUsers_ and mark the context
+    swept. ``force=True`` is PyTorch's path after its wait timed out: the sweep runs anyway and
+    the pending users, pending children and outstanding fetches are reported as leaks (the trace
+    of such a sweep is rightly rejected by the spec).
+    """
+    name = "DelAllUsersAndUnforkedOwners"
+    if not ctx.stopping or ctx.phase != "running":
+        raise _fail(ctx, name, f"needs the barrier passed and phase running (phase {ctx.phase})")
+    fetching = frozenset(f for f in ctx.fetching if f in ctx.users)
+    waiting = (
+        [Leak("pending_user", ctx.users[f].rref, f) for f in sorted(ctx.pending_users)]
+        + [Leak("pending_child", ctx.users[p].rref, c) for c, p in sorted(ctx.pending_children)]
+        + [Leak("fetching_user", ctx.users[f].rref, f) for f in sorted(fetching)]
+    )
+    if waiting and not force:
+        what = ", ".join(str(leak) for leak in waiting)
+        raise _fail(ctx, name, f"still waiting for pending UserRRefs and children: {what}")
+    victims = sorted(f for f in ctx.confirmed_users if f not in ctx.deleted)
+    unforked = frozenset(r for r in ctx.owners if not ctx.has_fork_of(r))
+    new = replace(
+        ctx,
+        deleted=ctx.deleted | frozenset(victims),
+        owners=ctx.owners - unforked,
+        confirmed_users=frozenset(),
+        phase="swept",
+    )
+    sent = tuple(
+        ev.UserDelete(src=ctx.me, dst=u.owner, rref=u.rref, owner=u.owner, fork=u.fork)
+        for u in (ctx.users[f] for f in victims)
+    )
+    held = [Leak("held_user", ctx.users[f].rref, f) for f in victims if f in ctx.held]
+    args = tr.DelAllUsersAndUnforkedOwnersArgs(w=ctx.me)
+    return Step(new, sent, args, tuple(waiting + held))
+
+
+def destroy_instance(
+    ctx: RRefContext,
+    active_calls: int = 0,
+    peers_swept: bool = True,
+    *,
+    force: bool = False,
+) -> Step:
+    """``DestroyInstance(w)``: ``agent.join`` then ``RRefContext::destroyInstance``.
+
+    Enabled once this context is swept, every worker has swept (``peers_swept``), owners_ is
+    empty (every other worker's deletes for our OwnerRRefs arrived), no message to or from this
+    worker is in flight (``active_calls``: join waits for all client calls) and no fetch of a
+    UserRRef here is outstanding. Clears pendingOwners_ (parked fetches are dropped unanswered)
+    and runs the leak check: each fork left in forks_ is reported ("Leaking RRef r with fork Id
+    f"). ``force=True`` (non-graceful shutdown, or a wait that timed out) skips the waits and
+    reports the OwnerRRefs left as ``owner`` leaks.
+    """
+    name = "DestroyInstance"
+    if ctx.phase != "swept" and not (force and ctx.phase == "running"):
+        raise _fail(ctx, name, f"the context must be swept first (phase {ctx.phase})")
+    if active_calls < 0:
+        raise _fail(ctx, name, f"active_calls must be >= 0, got {active_calls}")
+    fetching = sorted(f for f in ctx.fetching if f in ctx.users)
+    if not force:
+        if not peers_swept:
+            raise _fail(ctx, name, "some worker has not swept yet (agent.join waits for all)")
+        if ctx.owners:
+            left = ", ".join(str(r) for r in sorted(ctx.owners))
+            raise _fail(ctx, name, f"waiting for OwnerRRefs to be deleted: {left}")
+        if active_calls:
+            raise _fail(ctx, name, f"{active_calls} message(s) to or from this worker in flight")
+        if fetching:
+            raise _fail(ctx, name, f"fetches outstanding: {', '.join(map(str, fetching))}")
+    leaks = (
+        [Leak("owner", r) for r in sorted(ctx.owners)]
+        + [Leak("fork", r, f) for r, f in sorted(ctx.forks)]
+        + [Leak("parked_fetch", r, f) for r, f, _ in sorted(ctx.pending_owners)]
+        + [Leak("fetching_user", ctx.users[f].rref, f) for f in fetching]
+    )
+    new = replace(ctx, phase="destroyed", pending_owners=frozenset())
+    return Step(new, (), tr.DestroyInstanceArgs(w=ctx.me), tuple(leaks))
+
+
 # --------------------------------------------------------------------------- dispatch
 
 
@@ -389,6 +523,13 @@ _DISPATCH: Final[dict[type[Any], Callable[[RRefContext, Any], Step]]] = {
     ev.DropOwnerRRef: lambda ctx, i: drop_owner_rref(ctx, i.r),
     ev.TimeOutRemote: lambda ctx, i: time_out_remote(ctx, i.r, i.f),
     ev.DelUser: lambda ctx, i: del_user(ctx, i.f),
+    ev.WaitAllWorkers: lambda ctx, i: wait_all_workers(ctx, i.user_calls_in_flight),
+    ev.DelAllUsersAndUnforkedOwners: lambda ctx, i: del_all_users_and_unforked_owners(
+        ctx, force=i.force
+    ),
+    ev.DestroyInstance: lambda ctx, i: destroy_instance(
+        ctx, i.active_calls, i.peers_swept, force=i.force
+    ),
 }
 
 
@@ -442,6 +583,13 @@ ACTION_TABLE: Final[tuple[ActionRow, ...]] = (
     ActionRow("FinishForkRequest", _M + "finish_fork_request", "finishForkRequest"),
     ActionRow("DelPendingChild", _M + "del_pending_child", "delPendingChild"),
     ActionRow("DelForkOfOwner", _M + "del_fork_of_owner", "delForkOfOwner"),
+    ActionRow("WaitAllWorkers", _M + "wait_all_workers", "_wait_all_workers"),
+    ActionRow(
+        "DelAllUsersAndUnforkedOwners",
+        _M + "del_all_users_and_unforked_owners",
+        "_delete_all_user_and_unforked_owner_rrefs",
+    ),
+    ActionRow("DestroyInstance", _M + "destroy_instance", "agent.join + destroyInstance"),
 )
 
 

@@ -4,9 +4,11 @@ A seeded :class:`random.Random` owns every choice: which enabled step happens ne
 ready message in any order, duplicate a retried control message once as RRef.tla's ``RetrySend``
 does, fire an rpc.remote timeout whose deadline passed, run a UserRRef destructor, or an
 application action), and each message's delivery delay. User calls are never retried. A run is a
-workload phase (random application actions, or a scripted scenario) followed by a drain phase in
-which the application drops every reference and the network empties; it ends with the leak-free
-quiescence check (R9) and, in test mode, checks the spec's invariants after every step.
+workload phase (random application actions, or a scripted scenario), optionally a graceful
+shutdown phase (rpc.shutdown(graceful=True): the barrier, each worker's sweep and destroy,
+interleaved with deliveries and with the application dropping some references), then a drain
+phase in which the application drops every reference and the network empties; it ends with the
+leak-free quiescence check (R9) and, in test mode, checks the spec's invariants after every step.
 
 Every run is reproducible from its seed: ``python -m protoref.rref.simulator --seed N``.
 """
@@ -29,16 +31,18 @@ from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref import events as ev
 from protoref.rref import invariants
 from protoref.rref.machine import step as core_step
-from protoref.rref.state import Pair, RRefContext
-from protoref.rref.trace import ActionArgs, RetrySendArgs, make_event
+from protoref.rref.state import Leak, Pair, RRefContext
+from protoref.rref.trace import ActionArgs, RetrySendArgs, WaitAllWorkersArgs, make_event
 from protoref.tracing import JsonlSink, NodeClock, NullSink, TraceHeader, TraceSink, tla_set
 
 __all__ = ["Envelope", "RunSummary", "SimConfig", "Simulator", "main"]
 
 Gid = GloballyUniqueId
-Mode = Literal["workload", "drain", "system"]
-#: Steps allowed in the drain phase before the run is declared stuck.
+Mode = Literal["workload", "drain", "system", "shutdown"]
+#: Steps allowed in the drain (or shutdown) phase before the run is declared stuck.
 MAX_DRAIN_STEPS: Final = 200_000
+#: The environment actor that logs the global shutdown barrier (RRef.tla ``WaitAllWorkers``).
+BARRIER: Final = "barrier"
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class SimConfig:
     rpc_timeout: int = 10  # virtual ticks after which an rpc.remote may time out
     app_weight: float = 0.35  # chance that a workload step is an application action
     check_invariants: bool = False  # check every spec invariant after every step (tests)
+    shutdown: bool = False  # Shutdown: a graceful-shutdown phase after the workload
 
 
 @dataclass(slots=True)
@@ -70,6 +75,8 @@ class RunSummary:
     events: int
     now: int
     counts: dict[str, int] = field(default_factory=dict)
+    #: What graceful shutdown reported (worker, leak), as PyTorch logs it.
+    leaks: tuple[tuple[WorkerId, Leak], ...] = ()
 
 
 class Simulator:
@@ -90,6 +97,12 @@ class Simulator:
         self.workers: tuple[WorkerId, ...] = tuple(f"w{i}" for i in range(self.config.workers))
         self.contexts: dict[WorkerId, RRefContext] = {w: RRefContext(me=w) for w in self.workers}
         self.clocks = {w: NodeClock() for w in self.workers}
+        self.barrier_clock = NodeClock()
+        self.leaks: list[tuple[WorkerId, Leak]] = []
+        # History for R4 (not protocol state): distinct RREF_USER_DELETEs sent per ForkId, and
+        # ForkIds that ever left a ``deleted`` set (deletedOnOwner_ must be monotone).
+        self.delete_sends: Counter[Gid] = Counter()
+        self.undeleted: dict[WorkerId, frozenset[Gid]] = dict.fromkeys(self.workers, frozenset())
         self.net: list[Envelope] = []
         self.now = 0
         self.counts: Counter[str] = Counter()
@@ -117,13 +130,20 @@ class Simulator:
             "RemoteDsts": tla_set(list(self.workers)),
             "G1": True,
             "G2Workers": tla_set(list(self.workers)),
-            "Shutdown": False,
+            "Shutdown": c.shutdown,
             "Links": tla_set(links),
             "workload": workload,
             "max_delay": c.max_delay,
             "rpc_timeout": c.rpc_timeout,
         }
-        return TraceHeader(protocol="rref", nodes=self.workers, settings=settings, seed=self.seed)
+        environment = (BARRIER,) if c.shutdown else ()
+        return TraceHeader(
+            protocol="rref",
+            nodes=self.workers,
+            settings=settings,
+            seed=self.seed,
+            environment=environment,
+        )
 
     # ------------------------------------------------------------------ core plumbing
 
@@ -133,6 +153,9 @@ class Simulator:
             net=[e.msg for e in self.net],
             removed_forks=self.removed_forks,
             erased_owners=self.erased_owners,
+            stopping=any(ctx.stopping for ctx in self.contexts.values()),
+            delete_sends=self.delete_sends,
+            undeleted=self.undeleted,
         )
 
     def _apply(self, w: WorkerId, inp: ev.RRefInput, stamp: int | None = None) -> RRefContext:
@@ -143,11 +166,16 @@ class Simulator:
         clock = self.clocks[w]
         seq, lamport = clock.local() if stamp is None else clock.receive(stamp)
         for m in result.sent:
+            if m.type == "RREF_USER_DELETE":
+                self.delete_sends[m.fork] += 1
             self._send(m, lamport)
         if after.forks is not before.forks:
             self.removed_forks[w] |= before.forks - after.forks
         if after.owners is not before.owners:
             self.erased_owners[w] |= before.owners - after.owners
+        if after.deleted is not before.deleted and not before.deleted <= after.deleted:
+            self.undeleted[w] |= before.deleted - after.deleted
+        self.leaks += ((w, leak) for leak in result.leaks)
         delivered = inp if isinstance(inp, ev.MessageBase) else None
         self._record(result.action, w, seq, lamport, after, delivered=delivered)
         return after
@@ -220,6 +248,62 @@ class Simulator:
     def time_out_remote(self, w: WorkerId, r: Gid, f: Gid) -> None:
         self.deadlines.pop((w, r, f), None)
         self._apply(w, ev.TimeOutRemote(r=r, f=f))
+
+    # ------------------------------------------------------------------ graceful shutdown
+
+    def wait_all_workers(self) -> None:
+        """RRef.tla ``WaitAllWorkers``: the barrier, one step for all workers at once, logged
+        once by the environment actor ``barrier`` (its Lamport clock follows every worker's)."""
+        calls = sum(1 for e in self.net if e.msg.type in ev.USER_CALL_TYPES)
+        barrier = ev.WaitAllWorkers(user_calls_in_flight=calls)
+        states = {w: core_step(ctx, barrier).state for w, ctx in self.contexts.items()}
+        self.contexts.update(states)  # all or nothing: a refusal above changed no context
+        seq, lamport = self.barrier_clock.receive(max(c.lamport for c in self.clocks.values()))
+        for clock in self.clocks.values():
+            clock.lamport = max(clock.lamport, lamport)
+        self._record(WaitAllWorkersArgs(), BARRIER, seq, lamport, states[self.workers[0]])
+
+    def del_all_users_and_unforked_owners(self, w: WorkerId) -> None:
+        """RRef.tla ``DelAllUsersAndUnforkedOwners(w)``: the worker's shutdown sweep."""
+        self._apply(w, ev.DelAllUsersAndUnforkedOwners())
+
+    def destroy_instance(self, w: WorkerId) -> None:
+        """RRef.tla ``DestroyInstance(w)``: agent.join, then destroyInstance."""
+        active = sum(1 for e in self.net if w in (e.msg.src, e.msg.dst))
+        swept = all(ctx.phase != "running" for ctx in self.contexts.values())
+        self._apply(w, ev.DestroyInstance(active_calls=active, peers_swept=swept))
+
+    def _shutdown_options(self) -> list[tuple[float, Callable[[], object]]]:
+        """The shutdown steps whose spec guards hold (the core re-checks every one)."""
+        if not any(ctx.stopping for ctx in self.contexts.values()):
+            if any(e.msg.type in ev.USER_CALL_TYPES for e in self.net):
+                return []
+            return [(1.0, self.wait_all_workers)]
+        opts: list[tuple[float, Callable[[], object]]] = []
+        swept = all(ctx.phase != "running" for ctx in self.contexts.values())
+        busy = {e.msg.src for e in self.net} | {e.msg.dst for e in self.net}
+        for w, ctx in self.contexts.items():
+            fetching = any(f in ctx.users for f in ctx.fetching)
+            if ctx.phase == "running":
+                if not (ctx.pending_users or ctx.pending_children or fetching):
+                    opts.append((1.0, partial(self.del_all_users_and_unforked_owners, w)))
+            elif ctx.phase == "swept" and swept and not (ctx.owners or fetching or w in busy):
+                opts.append((1.0, partial(self.destroy_instance, w)))
+        return opts
+
+    def shutdown(self) -> None:
+        """rpc.shutdown(graceful=True) on every worker: run until every context is destroyed.
+
+        The application stops issuing calls but may still drop references; the scheduler
+        interleaves deliveries, retries, destructors and the shutdown steps.
+        """
+        for _ in range(MAX_DRAIN_STEPS):
+            if all(ctx.phase == "destroyed" for ctx in self.contexts.values()):
+                return
+            if not self.step("shutdown"):
+                break
+        phases = {w: ctx.phase for w, ctx in self.contexts.items()}
+        raise LeakError("ShutdownCompletesProp", f"shutdown stuck: {phases}", seed=self.seed)
 
     # ------------------------------------------------------------------ application API
 
@@ -295,6 +379,8 @@ class Simulator:
         process), so the seed alone fixes the run.
         """
         system = self._system_options()
+        if mode == "shutdown":
+            system += self._shutdown_options()
         apps = self._app_options(mode) if mode != "system" else []
         if apps and (not system or self.rng.random() < self.config.app_weight):
             self._pick(apps)()
@@ -329,13 +415,18 @@ class Simulator:
         self.drain()
         invariants.check_leak_free(self.world(), seed=self.seed)
         self.sink.close()
-        return RunSummary(self.seed, sum(self.counts.values()), self.now, dict(self.counts))
+        return RunSummary(
+            self.seed, sum(self.counts.values()), self.now, dict(self.counts), tuple(self.leaks)
+        )
 
     def run(self, steps: int) -> RunSummary:
-        """A random workload of ``steps`` scheduler steps, then :meth:`finish`."""
+        """A random workload of ``steps`` scheduler steps, the shutdown phase if configured, then
+        :meth:`finish`."""
         for _ in range(steps):
             if not self.step("workload"):
                 break
+        if self.config.shutdown:
+            self.shutdown()
         return self.finish()
 
 
@@ -357,6 +448,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-duplicates", action="store_true")
     p.add_argument("--no-timeouts", action="store_true")
     p.add_argument("--check", action="store_true", help="check every invariant after every step")
+    p.add_argument(
+        "--shutdown", action="store_true", help="end with a graceful shutdown (rpc.shutdown)"
+    )
     return p
 
 
@@ -371,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         duplicates=not args.no_duplicates,
         timeouts=not args.no_timeouts,
         check_invariants=args.check,
+        shutdown=args.shutdown,
     )
     sink: TraceSink = JsonlSink(args.out) if args.out else NullSink()
     if args.scenario is None:
@@ -384,7 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         sim = Simulator(seed, config, sink, workload=args.scenario)
         SCENARIOS[args.scenario](sim)
+        if config.shutdown:
+            sim.shutdown()
         summary = sim.finish()
+    for w, leak in summary.leaks:
+        print(f"shutdown on {w}: {leak}")
     print(f"{summary.events} events, virtual time {summary.now}, leak-free")
     if args.out:
         print(f"trace written to {args.out}")

@@ -17,18 +17,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, TypeAlias
+from typing import Final, Literal, NamedTuple, TypeAlias
 
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.events import Parent
 from protoref.tracing import FrozenModel
 
-__all__ = ["EMPTY_USERS", "Pair", "Parked", "RRefContext", "UserRRef"]
+__all__ = ["EMPTY_USERS", "Leak", "Pair", "Parked", "Phase", "RRefContext", "UserRRef"]
 
 Gid: TypeAlias = GloballyUniqueId
 Pair: TypeAlias = tuple[GloballyUniqueId, GloballyUniqueId]
 #: ``<<rrefId, forkId of the fetching UserRRef, its worker>>``: one parked fetch.
 Parked: TypeAlias = tuple[GloballyUniqueId, GloballyUniqueId, WorkerId]
+#: RRef.tla ``phase[w]``: shutdown progress of one context.
+Phase: TypeAlias = Literal["running", "swept", "destroyed"]
 
 
 class UserRRef(FrozenModel):
@@ -39,6 +41,28 @@ class UserRRef(FrozenModel):
     owner: WorkerId
     on: WorkerId
     parent: Parent = None
+
+
+class Leak(NamedTuple):
+    """Something graceful shutdown found left behind, reported as PyTorch reports it.
+
+    ``kind`` is one of: ``"held_user"`` (the sweep deleted a UserRRef the application still
+    holds; later use of it raises "has been deleted"), ``"pending_user"``, ``"pending_child"``,
+    ``"fetching_user"`` (a forced sweep gave up waiting for them: "Timed out waiting for pending
+    UserRRefs to be confirmed by owner and parent"), ``"owner"`` (a forced destroy with OwnerRRefs
+    whose forks were never deleted), ``"fork"`` (destroyInstance's leak check: "Leaking RRef r
+    with fork Id f"), ``"parked_fetch"`` (a fetch dropped unanswered by destroyInstance).
+    """
+
+    kind: str
+    rref: Gid
+    fork: Gid | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "fork":
+            return f"Leaking RRef {self.rref} with fork Id {self.fork}"
+        fork = "" if self.fork is None else f" fork {self.fork}"
+        return f"{self.kind}: RRef {self.rref}{fork}"
 
 
 EMPTY_USERS: Final[Mapping[Gid, UserRRef]] = MappingProxyType({})
@@ -66,6 +90,14 @@ class RRefContext:
     fetched: frozenset[Gid] = frozenset()
     deleted: frozenset[Gid] = frozenset()
     timed_out: frozenset[Gid] = frozenset()
+    # Shutdown: RRef.tla ``phase[w]``, and ``stopping`` as this worker has seen it (the barrier
+    # is one global step; a driver sets it on every context at once, see wait_all_workers).
+    phase: Phase = "running"
+    stopping: bool = False
+
+    def app_can_act(self) -> bool:
+        """RRef.tla ``AppCanAct(w)``: before the barrier and while the context is running."""
+        return not self.stopping and self.phase == "running"
 
     def new_id(self, offset: int = 0) -> Gid:
         """The id ``<<me, nextId + offset>>`` (drawn by the transition that bumps ``next_id``)."""

@@ -149,6 +149,22 @@ class DelForkOfOwnerArgs(_WRF):
     action: ClassVar[str] = "DelForkOfOwner"
 
 
+class WaitAllWorkersArgs(ActionArgs):
+    """The barrier has no parameter; it is logged by the header's environment actor."""
+
+    action: ClassVar[str] = "WaitAllWorkers"
+
+
+class DelAllUsersAndUnforkedOwnersArgs(ActionArgs):
+    action: ClassVar[str] = "DelAllUsersAndUnforkedOwners"
+    w: WorkerId
+
+
+class DestroyInstanceArgs(ActionArgs):
+    action: ClassVar[str] = "DestroyInstance"
+    w: WorkerId
+
+
 # --------------------------------------------------------------------------- post-states
 # One mixin per spec variable; a post model is the union of the variables its action touches.
 # Python field names are RRefContext attribute names; JSON keys are the TLA+ variable names.
@@ -229,6 +245,14 @@ class _TimedOut(_Post):
     timed_out: TlaSet[Gid]
 
 
+class _Phase(_Post):
+    phase: Literal["running", "swept", "destroyed"]
+
+
+class _Stopping(_Post):
+    stopping: bool
+
+
 class _Delivered(_Post):
     """The message the step took from the network (RRef.tla ``net \\ net'``). Logging it pins
     down which copy of a retried message a handler consumed: with both copies in flight the spec
@@ -297,6 +321,15 @@ class DelPendingChildPost(_Delivered, _PendingChildren): ...
 
 
 class DelForkOfOwnerPost(_Delivered, _Tombstones, _Owners, _Forks): ...
+
+
+class WaitAllWorkersPost(_Stopping): ...
+
+
+class DelAllUsersAndUnforkedOwnersPost(_Phase, _Owners, _ConfirmedUsers, _Deleted): ...
+
+
+class DestroyInstancePost(_PendingOwners, _Phase): ...
 
 
 # --------------------------------------------------------------------------- events
@@ -416,6 +449,24 @@ class DelForkOfOwner(TraceEventBase):
     post: DelForkOfOwnerPost
 
 
+class WaitAllWorkers(TraceEventBase):
+    event: Literal["WaitAllWorkers"] = "WaitAllWorkers"
+    args: WaitAllWorkersArgs
+    post: WaitAllWorkersPost
+
+
+class DelAllUsersAndUnforkedOwners(TraceEventBase):
+    event: Literal["DelAllUsersAndUnforkedOwners"] = "DelAllUsersAndUnforkedOwners"
+    args: DelAllUsersAndUnforkedOwnersArgs
+    post: DelAllUsersAndUnforkedOwnersPost
+
+
+class DestroyInstance(TraceEventBase):
+    event: Literal["DestroyInstance"] = "DestroyInstance"
+    args: DestroyInstanceArgs
+    post: DestroyInstancePost
+
+
 _EVENTS: Final[tuple[type[TraceEventBase], ...]] = (
     CreateLocalRRef,
     Remote,
@@ -436,6 +487,9 @@ _EVENTS: Final[tuple[type[TraceEventBase], ...]] = (
     FinishForkRequest,
     DelPendingChild,
     DelForkOfOwner,
+    WaitAllWorkers,
+    DelAllUsersAndUnforkedOwners,
+    DestroyInstance,
 )
 
 RRefTraceEvent = Annotated[
@@ -457,7 +511,10 @@ RRefTraceEvent = Annotated[
     | AddForkOfOwnerIfNotPresent
     | FinishForkRequest
     | DelPendingChild
-    | DelForkOfOwner,
+    | DelForkOfOwner
+    | WaitAllWorkers
+    | DelAllUsersAndUnforkedOwners
+    | DestroyInstance,
     Field(discriminator="event"),
 ]
 #: Parses one event line (``EVENT_ADAPTER.validate_json(line)``).
