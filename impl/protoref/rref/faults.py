@@ -29,7 +29,7 @@ from protoref.rref.simulator import SimConfig, Simulator
 from protoref.rref.state import RRefContext
 from protoref.tracing import TraceSink
 
-__all__ = ["FAULTS", "Fault", "inject", "run_with_fault"]
+__all__ = ["FAULTS", "SHUTDOWN_FAULTS", "Fault", "ShutdownFault", "inject", "run_with_fault"]
 
 
 class Fault(enum.Enum):
@@ -57,13 +57,38 @@ class Fault(enum.Enum):
 
 FAULTS: Final = tuple(Fault)
 
+
+class ShutdownFault(enum.Enum):
+    """A planted bug in graceful shutdown (runs with ``SimConfig(shutdown=True)``)."""
+
+    #: The sweep treats UserRRefs the application still holds as in use and sends no
+    #: RREF_USER_DELETE for them, so their owners wait for ever ("Timed out waiting for pending
+    #: OwnerRRefs to be deleted") and never destroy their contexts. Breaks the forced G1 of
+    #: DelAllUsersAndUnforkedOwners and ShutdownCompletesProp (RL5).
+    SWEEP_SPARES_HELD_USERS = "sweep-spares-held-users"
+
+
+SHUTDOWN_FAULTS: Final = tuple(ShutdownFault)
+AnyFault = Fault | ShutdownFault
+
 Transition = Callable[[RRefContext, ev.RRefInput], Step]
 
 
-def _broken(fault: Fault, ctx: RRefContext, inp: ev.RRefInput, result: Step) -> Step:
+def _spare_held(ctx: RRefContext, result: Step) -> Step:
+    """The sweep's result without the deletes of UserRRefs the application holds."""
+    spared = ctx.held - ctx.deleted
+    sent = tuple(m for m in result.sent if m.fork not in spared)
+    state = replace(result.state, deleted=result.state.deleted - spared)
+    return replace(result, state=state, sent=sent)
+
+
+def _broken(fault: AnyFault, ctx: RRefContext, inp: ev.RRefInput, result: Step) -> Step:
     """The correct step's result, changed the way ``fault`` breaks it."""
     state = result.state
-    if fault is Fault.FORGET_PENDING_CHILD and isinstance(inp, ev.PrepareChildFork):
+    if fault is ShutdownFault.SWEEP_SPARES_HELD_USERS:
+        if isinstance(inp, ev.DelAllUsersAndUnforkedOwners):
+            return _spare_held(ctx, result)
+    elif fault is Fault.FORGET_PENDING_CHILD and isinstance(inp, ev.PrepareChildFork):
         state = replace(state, pending_children=ctx.pending_children)
     elif fault is Fault.RESURRECT_DELETED_FORK and isinstance(inp, ev.ForkRequest):
         state = replace(state, forks=ctx.forks | {(inp.rref, inp.fork)})
@@ -80,7 +105,7 @@ def _broken(fault: Fault, ctx: RRefContext, inp: ev.RRefInput, result: Step) -> 
     return result if state is result.state else replace(result, state=state)
 
 
-def _step_with(fault: Fault) -> Transition:
+def _step_with(fault: AnyFault) -> Transition:
     def step(ctx: RRefContext, inp: ev.RRefInput) -> Step:
         return _broken(fault, ctx, inp, machine.step(ctx, inp))
 
@@ -110,7 +135,7 @@ _REFCOUNT: Final = frozenset({Fault.DELETE_BEFORE_ACK, Fault.PARENT_BEFORE_CHILD
 
 
 @contextmanager
-def inject(fault: Fault) -> Iterator[None]:
+def inject(fault: AnyFault) -> Iterator[None]:
     """Run the simulator with ``fault`` planted inside the ``with`` block (not thread-safe)."""
     # setattr/getattr: the simulator's module global and a method are replaced on purpose.
     saved_step: Transition = getattr(sim_module, _HOOK)
@@ -126,7 +151,7 @@ def inject(fault: Fault) -> Iterator[None]:
 
 
 def run_with_fault(
-    fault: Fault,
+    fault: AnyFault,
     seed: int,
     steps: int,
     sink: TraceSink,
