@@ -1,0 +1,154 @@
+"""One rendezvous node as an OS process: ``python -m protoref.rendezvous.node_main``.
+
+    python -m protoref.rendezvous.node_main --store etcd://127.0.0.1:2379/jobs/ --run-id job7 \\
+        --min-nodes 4 --max-nodes 4
+    python -m protoref.rendezvous.node_main --store file:/tmp/rdzv --run-id job7 ...
+
+Each ``next_rendezvous`` result is printed as one JSON line on stdout (``node``, ``rank``,
+``world_size``, ``round``, ``store_prefix``, ``run_id``); ``--rounds R`` joins R rounds in a row
+(each call exits the previous round first, as torch's agent does on a restart). A rendezvous
+error prints ``{"error": <type>, "message": ...}`` and exits 1; bad arguments exit 2.
+
+Stores: ``etcd://host:port[/prefix]`` (``etcds://`` for TLS, with ``--etcd-ca-cert``,
+``--etcd-cert``, ``--etcd-key``) and ``file:DIR``. The in-memory store cannot span processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from protoref.rendezvous.errors import RendezvousError
+from protoref.rendezvous.etcd_store import DEFAULT_PREFIX, EtcdStore
+from protoref.rendezvous.handler import DynamicRendezvousHandler, new_node_desc
+from protoref.rendezvous.state import RendezvousSettings
+from protoref.rendezvous.store import FileStore, RendezvousStore
+
+__all__ = ["main", "store_from_url"]
+
+
+def store_from_url(
+    url: str,
+    *,
+    request_timeout: float = 5.0,
+    ca_cert: str | None = None,
+    client_cert: str | None = None,
+    client_key: str | None = None,
+) -> RendezvousStore:
+    """``etcd://host:port[/prefix]``, ``etcds://...`` (TLS) or ``file:DIR`` -> a store.
+
+    Raises ``ValueError`` naming what is wrong with ``url``.
+    """
+    if url.startswith("file:"):
+        directory = url.removeprefix("file:").removeprefix("//")
+        if not directory:
+            raise ValueError(f"store {url!r}: file:DIR needs a directory")
+        return FileStore(Path(directory))
+    parts = urlsplit(url)
+    if parts.scheme not in ("etcd", "etcds"):
+        raise ValueError(f"store {url!r}: expected etcd://host:port[/prefix] or file:DIR")
+    if not parts.netloc:
+        raise ValueError(f"store {url!r}: no host:port")
+    path = parts.path.strip("/")
+    prefix = f"/{path}/" if path else DEFAULT_PREFIX
+    scheme = "https" if parts.scheme == "etcds" else "http"
+    return EtcdStore(
+        f"{scheme}://{parts.netloc}",
+        prefix=prefix,
+        request_timeout=request_timeout,
+        ca_cert=ca_cert,
+        client_cert=client_cert,
+        client_key=client_key,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m protoref.rendezvous.node_main",
+        description="Join a dynamic rendezvous as one node; print each result as JSON.",
+    )
+    p.add_argument("--store", required=True, help="etcd://host:port[/prefix] or file:DIR")
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--min-nodes", type=int, required=True)
+    p.add_argument("--max-nodes", type=int, required=True)
+    p.add_argument("--rounds", type=int, default=1, help="next_rendezvous calls in a row")
+    p.add_argument("--addr", default=None, help="this node's address (default: the FQDN)")
+    p.add_argument("--join-timeout", type=float, default=600.0)
+    p.add_argument("--last-call-timeout", type=float, default=30.0)
+    p.add_argument("--keep-alive-interval", type=float, default=5.0)
+    p.add_argument("--request-timeout", type=float, default=5.0, help="etcd: per request")
+    p.add_argument("--etcd-ca-cert", default=None, help="etcds: CA bundle")
+    p.add_argument("--etcd-cert", default=None, help="etcds: client certificate (mutual TLS)")
+    p.add_argument("--etcd-key", default=None, help="etcds: client key (mutual TLS)")
+    p.add_argument("--close", action="store_true", help="close the rendezvous when done")
+    return p
+
+
+def _settings(p: argparse.ArgumentParser, args: argparse.Namespace) -> RendezvousSettings:
+    if args.rounds < 1:
+        p.error("--rounds must be >= 1")
+    try:
+        return RendezvousSettings(
+            run_id=args.run_id,
+            min_nodes=args.min_nodes,
+            max_nodes=args.max_nodes,
+            join_timeout=args.join_timeout,
+            last_call_timeout=args.last_call_timeout,
+            keep_alive_interval=args.keep_alive_interval,
+        )
+    except ValueError as err:  # pydantic's ValidationError names the field
+        p.error(str(err))
+
+
+def _run(args: argparse.Namespace, store: RendezvousStore, settings: RendezvousSettings) -> None:
+    node = new_node_desc(args.addr)
+    handler = DynamicRendezvousHandler(store, settings, node=node)
+    for _ in range(args.rounds):
+        info = handler.next_rendezvous()
+        result = {
+            "node": str(node),
+            "rank": info.rank,
+            "world_size": info.world_size,
+            "round": info.round,
+            "store_prefix": info.store_prefix,
+            "run_id": handler.get_run_id(),
+        }
+        print(json.dumps(result), flush=True)
+    if args.close and not handler.shutdown():
+        raise RendezvousError(f"closing rendezvous {args.run_id!r} failed")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = _parser()
+    args = p.parse_args(argv)
+    settings = _settings(p, args)
+    try:
+        store = store_from_url(
+            args.store,
+            request_timeout=args.request_timeout,
+            ca_cert=args.etcd_ca_cert,
+            client_cert=args.etcd_cert,
+            client_key=args.etcd_key,
+        )
+    except ValueError as err:
+        p.error(str(err))
+    except RendezvousError as err:  # a missing file store directory
+        return _failed(err)
+    try:
+        _run(args, store, settings)
+    except RendezvousError as err:
+        return _failed(err)
+    return 0
+
+
+def _failed(err: RendezvousError) -> int:
+    print(json.dumps({"error": type(err).__name__, "message": str(err)}), flush=True)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
