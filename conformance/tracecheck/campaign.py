@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.traces import load_trace
 from tracecheck.validate import ValidationReport, validate_traces
+from tracecheck.witness import WitnessReport, check_invariants
 
 __all__ = ["CampaignResult", "run_campaign"]
 
@@ -31,6 +32,8 @@ class CampaignResult(BaseModel):
     trace_dir: str | None
     simulate_seconds: float
     report: ValidationReport
+    #: The spec's invariants on each accepted behaviour, when the campaign checked them.
+    invariants: WitnessReport | None = None
 
     @property
     def rejected_seeds(self) -> list[int]:
@@ -46,6 +49,7 @@ def run_campaign(
     *,
     out: Path | None = None,
     explain: bool = True,
+    invariants: bool = False,
 ) -> CampaignResult:
     """Simulate ``runs`` seeded runs and validate all their traces in one batch."""
     simulate = load_simulator(protocol)
@@ -62,7 +66,12 @@ def run_campaign(
     simulated = time.monotonic() - started
     traces = [load_trace(p) for p in paths]
     report = validate_traces(traces, mapping, spec_root, explain=explain)
-    keep = out is not None or not report.all_accepted
+    witness = check_invariants(traces, report, mapping, spec_root) if invariants else None
+    keep = (
+        out is not None
+        or not report.all_accepted
+        or (witness is not None and not witness.all_clean)
+    )
     if not keep:
         shutil.rmtree(folder, ignore_errors=True)
     return CampaignResult(
@@ -71,4 +80,5 @@ def run_campaign(
         trace_dir=str(folder) if keep else None,
         simulate_seconds=simulated,
         report=report,
+        invariants=witness,
     )

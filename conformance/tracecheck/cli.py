@@ -50,6 +50,7 @@ from tracecheck.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_
 from tracecheck.toolchain import toolchain
 from tracecheck.traces import load_trace, merge_traces
 from tracecheck.validate import validate_traces
+from tracecheck.witness import WitnessReport, check_invariants, print_witness
 
 __all__ = ["main"]
 
@@ -140,6 +141,11 @@ def _add_validate(sub: Any) -> None:
         "--merge", action="store_true", help="the files are per-process logs of one run"
     )
     validate.add_argument("--no-explain", action="store_true", help="skip the explain pass")
+    validate.add_argument(
+        "--invariants",
+        action="store_true",
+        help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+    )
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.set_defaults(func=_cmd_validate)
 
@@ -154,6 +160,11 @@ def _add_campaign(sub: Any) -> None:
     campaign.add_argument("--steps", type=int, default=150, help="workload steps per run")
     campaign.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     campaign.add_argument("--out", type=Path, help="keep the traces in this folder")
+    campaign.add_argument(
+        "--invariants",
+        action="store_true",
+        help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+    )
     campaign.add_argument("--json", action="store_true")
     campaign.set_defaults(func=_cmd_campaign)
 
@@ -319,11 +330,14 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     toolchain()
     report = validate_traces(traces, mapping, args.spec_root, explain=not args.no_explain)
     coverage = action_coverage(report, mapping, args.spec_root)
+    witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
     if args.json:
-        print(json.dumps(_with_coverage(report, coverage), indent=2))
+        print(json.dumps(_with_coverage(report, coverage, witness), indent=2))
     else:
         print_report(console, report, coverage)
-    return 0 if report.all_accepted else 1
+        if witness is not None:
+            print_witness(console, witness)
+    return 0 if report.all_accepted and (witness is None or witness.all_clean) else 1
 
 
 def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
@@ -333,13 +347,22 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
         f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
     )
     result = run_campaign(
-        args.protocol, args.runs, args.seed, args.steps, args.spec_root, out=args.out
+        args.protocol,
+        args.runs,
+        args.seed,
+        args.steps,
+        args.spec_root,
+        out=args.out,
+        invariants=args.invariants,
     )
+    witness = result.invariants
     coverage = action_coverage(result.report, load_mapping(args.protocol), args.spec_root)
     if args.json:
         print(json.dumps(_with_coverage(result, coverage), indent=2))
     else:
         print_report(console, result.report, coverage)
+        if witness is not None:
+            print_witness(console, witness)
         console.print(
             f"simulated in {result.simulate_seconds:.1f} s; "
             + (
@@ -349,12 +372,18 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
             )
             + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
         )
-    return 0 if result.report.all_accepted else 1
+    return 0 if result.report.all_accepted and (witness is None or witness.all_clean) else 1
 
 
-def _with_coverage(result: BaseModel, coverage: CoverageSummary) -> dict[str, Any]:
-    """The result as JSON with every spec action's coverage (or the reason it has none)."""
-    return result.model_dump(mode="json") | {"action_coverage": coverage.model_dump(mode="json")}
+def _with_coverage(
+    result: BaseModel, coverage: CoverageSummary, witness: WitnessReport | None = None
+) -> dict[str, Any]:
+    """The result as JSON with every spec action's coverage (or the reason it has none) and,
+    when checked, the invariants on the accepted behaviours."""
+    extra: dict[str, Any] = {"action_coverage": coverage.model_dump(mode="json")}
+    if witness is not None:
+        extra["invariants"] = witness.model_dump(mode="json")
+    return result.model_dump(mode="json") | extra
 
 
 def _cmd_bench(args: argparse.Namespace, console: Console) -> int:

@@ -1,0 +1,382 @@
+"""Spec invariants on the accepted behaviour of a trace, not on dead-end prefixes.
+
+The validation run explores every spec behaviour that matches a prefix of the trace. With
+partial logging (hidden steps, copies of retried messages) many of them are dead ends that the
+implementation never took, and an invariant that fails on one of those says nothing about the
+implementation (CCF PR #5933). What matters is the behaviour that explains the whole trace.
+
+TLC cannot know, when it meets a state, whether the state lies on an accepting behaviour, so
+this pass does not ask it to. It re-runs the trace spec of the accepted traces with one change:
+the state constraint first evaluates the protocol's invariants and, in a state where one fails,
+prints the failure and prunes the state (a constraint that is false stops TLC from exploring
+the state's successors; nothing stops the run). The furthest cursor a trace then reaches is
+how far some *invariant-clean* behaviour explains it:
+
+- the trace still reaches its end: some accepting behaviour satisfies every invariant in every
+  state (it is "clean"), whatever the dead ends did;
+- it stops at event ``K``: every behaviour that explains events ``1..K`` breaks an invariant,
+  and the states after event ``K`` (printed with the invariants they break) say which.
+
+One extra TLC run per batch of constants, on the generated trace spec, with the spec's own
+invariants by name (a generated module EXTENDS the trace spec; nothing is re-implemented). When
+the trace spec is deterministic (one state per event, as for RRef and rendezvous traces) the
+verdict is the plain check of every state of the one accepting behaviour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from rich.console import Console
+from rich.markup import escape
+
+from tracecheck.cfgfile import KEYWORDS, strip_comments
+from tracecheck.errors import TracecheckError
+from tracecheck.manifest import MANIFEST_NAME, Expect, ProtocolManifest
+from tracecheck.mapping import ProtocolMap
+from tracecheck.results import TLCResult, Verdict
+from tracecheck.tlavalue import TLAValue, format_value
+from tracecheck.tlc import TLCOptions
+from tracecheck.traces import Trace
+from tracecheck.tracespec import TRACE_MODULE, constants_for, printed_values, render_batch
+from tracecheck.validate import (
+    CheckerError,
+    ValidationReport,
+    furthest_cursors,
+    run_rendered,
+    spec_library,
+)
+
+__all__ = [
+    "WITNESS_MODULE",
+    "InvariantBreach",
+    "WitnessReport",
+    "WitnessVerdict",
+    "check_invariants",
+    "print_witness",
+    "protocol_invariants",
+]
+
+WITNESS_MODULE = "TraceWitness"
+#: The PrintT tag of an invariant failure: <<tag, trace, cursor, hidden, {names}, vars>>.
+BREACH_TAG = "tv_inv"
+#: The invariant that, by the project's convention, says every variable has its type: when it
+#: fails the others may be undefined (a function applied outside its domain), so it gates them.
+TYPE_INVARIANT = "TypeOK"
+
+
+class InvariantBreach(BaseModel):
+    """A state of the trace spec in which some of the protocol's invariants are false."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    invariants: list[str]
+    #: Events consumed before the state: the state follows event ``after`` (0: the initial
+    #: state), and ``hidden`` unlogged steps after it.
+    after: int
+    hidden: int
+    #: The spec's variables in that state, as TLA+ text.
+    state: dict[str, str]
+
+
+class WitnessVerdict(BaseModel):
+    """The invariant check of one accepted trace."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str
+    events: int
+    #: Some behaviour that explains the whole trace satisfies every invariant in every state.
+    clean: bool
+    #: How many events, from the first, an invariant-clean behaviour explains.
+    clean_events: int
+    #: When not clean: the 1-based index and file line of the event after which every
+    #: explaining behaviour breaks an invariant (0: already the initial state), and the
+    #: breaking states.
+    event: int | None = None
+    line: int | None = None
+    breaches: list[InvariantBreach] = []
+
+    def summary(self) -> str:
+        if self.clean:
+            return f"{self.source}: every invariant holds on the accepted behaviour"
+        names = sorted({n for b in self.breaches for n in b.invariants})
+        where = f"event {self.event} (line {self.line})" if self.event else "the initial state"
+        if not names:
+            return f"{self.source}: no invariant-clean behaviour explains {where}"
+        return f"{self.source}: {', '.join(names)} false after {where}"
+
+
+class WitnessReport(BaseModel):
+    """The invariants checked and the per-trace verdicts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    protocol: str
+    invariants: list[str]
+    verdicts: list[WitnessVerdict]
+    tlc_runs: int
+    seconds: float
+    distinct_states: int = 0
+
+    @property
+    def all_clean(self) -> bool:
+        return all(v.clean for v in self.verdicts)
+
+
+# --- which invariants ----------------------------------------------------------------------
+
+
+def _cfg_sections(text: str) -> list[tuple[str, list[str]]]:
+    sections: list[tuple[str, list[str]]] = []
+    for token in re.findall(r'"(?:[^"\\]|\\.)*"|[A-Za-z0-9_]+|<-|\S', strip_comments(text)):
+        if token in KEYWORDS:
+            sections.append((token, []))
+        elif sections:
+            sections[-1][1].append(token)
+    return sections
+
+
+def _cfg_invariants(text: str) -> list[str]:
+    return [
+        name
+        for keyword, tokens in _cfg_sections(text)
+        if keyword in {"INVARIANT", "INVARIANTS"}
+        for name in tokens
+        if name != ","
+    ]
+
+
+def protocol_invariants(mapping: ProtocolMap, spec_root: Path) -> tuple[str, ...]:
+    """The invariants the protocol's own models check: those of its first quick model that
+    must pass (``spec/<protocol>/models.json``), or of ``<module>.cfg`` beside the spec."""
+    folder = spec_root / mapping.protocol
+    manifest_path = folder / MANIFEST_NAME
+    cfg_path = folder / f"{mapping.module}.cfg"
+    if manifest_path.is_file():
+        try:
+            manifest = ProtocolManifest.model_validate_json(manifest_path.read_text("utf-8"))
+        except ValidationError as exc:
+            raise TracecheckError(f"{manifest_path}: not a model manifest: {exc}") from exc
+        quick = [m for m in manifest.models if m.klass == "quick" and m.expect is Expect.PASS]
+        if quick:
+            cfg_path = folder / quick[0].cfg
+    if not cfg_path.is_file():
+        raise TracecheckError(
+            f"no invariants known for protocol {mapping.protocol}: no quick passing model in "
+            f"{manifest_path} and no {cfg_path}; name them explicitly"
+        )
+    names = _cfg_invariants(cfg_path.read_text(encoding="utf-8"))
+    if not names:
+        raise TracecheckError(f"{cfg_path} lists no INVARIANT to check on traces")
+    return tuple(names)
+
+
+# --- the generated module ------------------------------------------------------------------
+
+
+def _witness_cfg(cfg: str) -> tuple[str, list[str]]:
+    """The trace spec's cfg with its constraints replaced by ``WitnessWatch``, and their names
+    (WitnessWatch conjoins them, so the furthest-cursor registers count clean states only)."""
+    kept: list[str] = []
+    constraints: list[str] = []
+    for keyword, tokens in _cfg_sections(cfg):
+        if keyword in {"CONSTRAINT", "CONSTRAINTS"}:
+            constraints += [t for t in tokens if t != ","]
+        else:
+            kept.append(" ".join([keyword, *tokens]))
+    kept.append("CONSTRAINT WitnessWatch")
+    return "\n".join(kept) + "\n", constraints
+
+
+def _failing(invariants: Sequence[str]) -> str:
+    others = [n for n in invariants if n != TYPE_INVARIANT]
+    union = " \\cup ".join(f'(IF {n} THEN {{}} ELSE {{"{n}"}})' for n in others) or "{}"
+    if TYPE_INVARIANT not in invariants:
+        return union
+    return f'IF ~{TYPE_INVARIANT} THEN {{"{TYPE_INVARIANT}"}} ELSE {union}'
+
+
+def _witness_module(invariants: Sequence[str], constraints: Sequence[str], vars_name: str) -> str:
+    original = " /\\ ".join(constraints) or "TRUE"
+    return (
+        "\n".join(
+            [
+                f"---- MODULE {WITNESS_MODULE} ----",
+                "\\* Generated by tracecheck.witness; do not edit. The trace spec, with its",
+                "\\* constraint guarded by the protocol's invariants: a state that breaks one is",
+                "\\* printed and not explored, so the furthest cursor is how far a clean",
+                "\\* behaviour explains the trace.",
+                f"EXTENDS {TRACE_MODULE}, TLC",
+                "",
+                f"TVFailing == {_failing(invariants)}",
+                "",
+                "WitnessWatch ==",
+                f"  IF TVFailing = {{}} THEN {original}",
+                f"  ELSE PrintT(<<{format_value(BREACH_TAG)}, tvTrace, tvCursor, tvHidden, "
+                f"TVFailing, {vars_name}>>) /\\ FALSE",
+                "====",
+            ]
+        )
+        + "\n"
+    )
+
+
+def _var_names(library: Sequence[Path], mapping: ProtocolMap) -> list[str] | None:
+    """The names in the spec's ``vars == <<...>>``, to label the printed states."""
+    # The spec module first, then the modules beside it (``vars`` may come from one it EXTENDS).
+    paths = [f / f"{mapping.module}.tla" for f in library]
+    paths += [p for f in library for p in sorted(f.glob("*.tla")) if p not in paths]
+    for path in paths:
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            found = re.search(rf"^{mapping.vars}\s*==\s*<<(.*?)>>", text, re.M | re.S)
+            if found:
+                body = re.sub(r"\\\*[^\n]*", "", found[1])
+                return [v.strip() for v in body.split(",") if v.strip()]
+    return None
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def _breaches(
+    result: TLCResult, count: int, names: list[str] | None
+) -> dict[int, list[tuple[int, InvariantBreach]]]:
+    """Per trace number, (cursor, breach) for every printed failure."""
+    found: dict[int, list[tuple[int, InvariantBreach]]] = {}
+    for value in printed_values(result.printed, BREACH_TAG):
+        if len(value) != 6:
+            continue
+        _, number, cursor, hidden, failing, state = value
+        if not (isinstance(number, int) and isinstance(cursor, int) and 1 <= number <= count):
+            continue
+        values = list(state) if isinstance(state, tuple) else [state]
+        labels = names if names and len(names) == len(values) else []
+        labels = labels or [f"{i}" for i in range(1, len(values) + 1)]
+        breach = InvariantBreach(
+            invariants=sorted(str(n) for n in failing) if isinstance(failing, frozenset) else [],
+            after=cursor - 1,
+            hidden=hidden if isinstance(hidden, int) else 0,
+            # printed_values parsed these with tlavalue.parse_value: they are TLA+ values.
+            state={
+                k: format_value(cast("TLAValue", v)) for k, v in zip(labels, values, strict=True)
+            },
+        )
+        found.setdefault(number, []).append((cursor, breach))
+    return found
+
+
+def _verdict(
+    trace: Trace, furthest: int, printed: list[tuple[int, InvariantBreach]]
+) -> WitnessVerdict:
+    total = len(trace.events)
+    if furthest - 1 >= total:
+        return WitnessVerdict(source=trace.source, events=total, clean=True, clean_events=total)
+    # No clean behaviour consumes event ``furthest``: the states right after it are the ones to
+    # show. Without any (the event is explained only from states already broken, e.g. through
+    # a hidden step), show the latest breaches before it.
+    cursors = {c for c, _ in printed}
+    at = (
+        furthest + 1
+        if furthest + 1 in cursors
+        else max((c for c in cursors if c <= furthest), default=None)
+    )
+    event = furthest if at is None else at - 1
+    return WitnessVerdict(
+        source=trace.source,
+        events=total,
+        clean=False,
+        clean_events=furthest - 1,
+        event=event,
+        line=trace.lines[event - 1] if event else None,
+        breaches=[b for c, b in printed if c == at],
+    )
+
+
+def check_invariants(
+    traces: Sequence[Trace],
+    report: ValidationReport,
+    mapping: ProtocolMap,
+    spec_root: Path,
+    *,
+    invariants: Sequence[str] | None = None,
+    options: TLCOptions | None = None,
+) -> WitnessReport:
+    """Check ``invariants`` (default: :func:`protocol_invariants`) on the accepted behaviour of
+    every trace ``report`` accepted; rejected traces have none and are skipped."""
+    started = time.monotonic()
+    names = (
+        list(invariants)
+        if invariants is not None
+        else list(protocol_invariants(mapping, spec_root))
+    )
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
+    if bad or not names:
+        raise TracecheckError(f"invariants must be operator names, not {bad or 'nothing'}")
+    accepted = [t for t, v in zip(traces, report.verdicts, strict=True) if v.accepted]
+    groups: dict[tuple[tuple[str, str], ...], list[Trace]] = {}
+    for trace in accepted:
+        groups.setdefault(tuple(sorted(constants_for(trace, mapping).items())), []).append(trace)
+    library = spec_library(spec_root, mapping)
+    labels = _var_names(library, mapping)
+    verdicts: dict[int, WitnessVerdict] = {}
+    distinct = 0
+    for batch in groups.values():
+        rendered = render_batch(batch, mapping)
+        cfg, constraints = _witness_cfg(rendered.cfg)
+        result = run_rendered(
+            dataclasses.replace(rendered, cfg=cfg),
+            library,
+            options,
+            extra={WITNESS_MODULE: _witness_module(names, constraints, mapping.vars)},
+            root=WITNESS_MODULE,
+        )
+        if result.verdict is not Verdict.SUCCESS:
+            details = "; ".join(e.message for e in result.errors)
+            raise CheckerError(
+                f"TLC could not check the invariants {names} on {batch[0].source}"
+                f"{' and others' if len(batch) > 1 else ''}: {result.verdict.value}: "
+                f"{result.summary}" + (f" ({details})" if details else "")
+            )
+        distinct += result.stats.distinct or 0
+        printed = _breaches(result, len(batch), labels)
+        for number, (trace, furthest) in enumerate(
+            zip(batch, furthest_cursors(result, len(batch)), strict=True), start=1
+        ):
+            verdicts[id(trace)] = _verdict(trace, furthest, printed.get(number, []))
+    return WitnessReport(
+        protocol=mapping.protocol,
+        invariants=names,
+        verdicts=[verdicts[id(t)] for t in accepted],
+        tlc_runs=len(groups),
+        seconds=time.monotonic() - started,
+        distinct_states=distinct,
+    )
+
+
+def print_witness(console: Console, report: WitnessReport) -> None:
+    """One line per trace that breaks an invariant (with the state), then the figures."""
+    for verdict in report.verdicts:
+        if verdict.clean:
+            continue
+        console.print(f"[bold red]invariant broken[/] {escape(verdict.summary())}")
+        for breach in verdict.breaches[:3]:
+            after = f"after event {breach.after}" if breach.after else "in the initial state"
+            hidden = f" and {breach.hidden} hidden step(s)" if breach.hidden else ""
+            console.print(f"  {', '.join(breach.invariants)} false {after}{hidden}:")
+            for name, value in breach.state.items():
+                console.print(f"      {name} = {escape(value)}", soft_wrap=True)
+    clean = sum(v.clean for v in report.verdicts)
+    color = "green" if report.all_clean else "red"
+    console.print(
+        f"[{color}]invariants on the accepted behaviour: {clean}/{len(report.verdicts)} "
+        f"traces clean[/] ({', '.join(report.invariants)}) in {report.seconds:.1f} s over "
+        f"{report.tlc_runs} TLC run(s)"
+    )

@@ -1,0 +1,119 @@
+"""Spec invariants checked on the accepted behaviour of a trace (tracecheck.witness)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header, trace
+from support.ledger_audit import LEDGER_AUDIT, LEDGER_AUDIT_HIDDEN
+from tracecheck.cli import main
+from tracecheck.errors import TracecheckError
+from tracecheck.protocols import load_mapping
+from tracecheck.results import Verdict
+from tracecheck.tracespec import render_batch
+from tracecheck.validate import CheckerError, run_rendered, spec_library, validate_traces
+from tracecheck.witness import check_invariants, protocol_invariants
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def test_the_invariants_are_those_of_the_protocols_quick_model() -> None:
+    rref = protocol_invariants(load_mapping("rref"), ROOT / "spec")
+    assert rref[:2] == ("TypeOK", "NoPrematureDeleteInv")
+    assert "NoForkResurrectionInv" in rref
+    assert protocol_invariants(LEDGER, SPEC_ROOT) == ("TypeOK",)  # from Ledger.cfg
+    assert protocol_invariants(LEDGER_AUDIT, SPEC_ROOT) == ("TypeOK", "SingleHolderInv")
+
+
+def test_no_model_to_take_invariants_from_is_a_typed_error() -> None:
+    nowhere = LEDGER.model_copy(update={"module": "Nowhere"})
+    with pytest.raises(TracecheckError, match=r"no invariants known for protocol ledger"):
+        protocol_invariants(nowhere, SPEC_ROOT)
+
+
+def test_an_accepted_trace_that_keeps_the_invariants_is_clean() -> None:
+    traces = [trace(GOOD[:2], "short.ndjson")]  # a deposits, sends: one holder
+    report = validate_traces(traces, LEDGER_AUDIT, SPEC_ROOT)
+    (verdict,) = check_invariants(traces, report, LEDGER_AUDIT, SPEC_ROOT).verdicts
+    assert verdict.clean
+    assert (verdict.clean_events, verdict.event, verdict.breaches) == (2, None, [])
+
+
+def test_an_accepted_trace_that_breaks_an_invariant_is_flagged_at_the_event() -> None:
+    traces = [trace(GOOD, "good.ndjson"), trace(GOOD[:2], "short.ndjson")]
+    report = validate_traces(traces, LEDGER_AUDIT, SPEC_ROOT)
+    assert report.all_accepted  # the transition relation explains every event
+    witness = check_invariants(traces, report, LEDGER_AUDIT, SPEC_ROOT)
+    assert witness.invariants == ["TypeOK", "SingleHolderInv"]
+    assert witness.tlc_runs == 1
+    broken, clean = witness.verdicts
+    assert clean.clean
+    assert not broken.clean
+    # b receives while a keeps 1: event 3 (file line 4) leaves two holders.
+    assert (broken.clean_events, broken.event, broken.line) == (2, 3, 4)
+    (breach,) = broken.breaches
+    assert breach.invariants == ["SingleHolderInv"]
+    assert (breach.after, breach.hidden) == (3, 0)
+    assert breach.state == {"balance": "[a |-> 1, b |-> 2]", "inbox": "{}"}
+    assert "SingleHolderInv false after event 3 (line 4)" in broken.summary()
+
+
+def test_rejected_traces_have_no_behaviour_to_check() -> None:
+    rejected = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)], "bad.ndjson")
+    good = trace(GOOD[:2], "short.ndjson")
+    report = validate_traces([rejected, good], LEDGER_AUDIT, SPEC_ROOT, explain=False)
+    witness = check_invariants([rejected, good], report, LEDGER_AUDIT, SPEC_ROOT)
+    assert [v.source for v in witness.verdicts] == ["short.ndjson"]
+
+
+def test_a_dead_end_branch_that_breaks_an_invariant_is_not_reported() -> None:
+    # With unlogged deposits the trace spec also explores, e.g., a hidden Deposit(b, 1) before
+    # a's logged deposit: two holders, a branch the implementation never took. Checking the
+    # invariant on every explored state (a plain INVARIANT) raises that false alarm ...
+    traces = [trace([event("Deposit", "a", 1, 1, a=1)], "one.ndjson")]
+    rendered = render_batch(traces, LEDGER_AUDIT_HIDDEN)
+    naive = dataclasses.replace(rendered, cfg=rendered.cfg + "INVARIANT SingleHolderInv\n")
+    result = run_rendered(naive, spec_library(SPEC_ROOT, LEDGER_AUDIT_HIDDEN))
+    assert (result.verdict, result.violated) == (Verdict.INVARIANT, "SingleHolderInv")
+    # ... while the behaviour that explains the trace (a deposits 1, nothing hidden) is clean.
+    report = validate_traces(traces, LEDGER_AUDIT_HIDDEN, SPEC_ROOT)
+    assert report.all_accepted
+    (verdict,) = check_invariants(traces, report, LEDGER_AUDIT_HIDDEN, SPEC_ROOT).verdicts
+    assert verdict.clean
+
+
+def test_an_unknown_invariant_is_a_checker_error_naming_it() -> None:
+    traces = [trace(GOOD[:1])]
+    report = validate_traces(traces, LEDGER_AUDIT, SPEC_ROOT)
+    with pytest.raises(CheckerError, match="NoSuchInv"):
+        check_invariants(traces, report, LEDGER_AUDIT, SPEC_ROOT, invariants=["NoSuchInv"])
+
+
+def test_cli_validate_invariants_exits_1_and_names_the_invariant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "good.ndjson"
+    path.write_text("\n".join(json.dumps(r) for r in [header(), *GOOD]) + "\n", encoding="utf-8")
+    args = ["validate", str(path), "--mapping", "support.ledger_audit:LEDGER_AUDIT"]
+    args += ["--spec-root", str(SPEC_ROOT)]
+    assert main(args) == 0  # accepted by the transition relation
+    assert main([*args, "--invariants"]) == 1
+    out = capsys.readouterr().out
+    assert "SingleHolderInv false after event 3 (line 4)" in out
+    assert "balance = [a |-> 1, b |-> 2]" in out
+
+
+def test_an_rref_campaign_keeps_every_invariant_on_its_accepted_behaviours() -> None:
+    from tracecheck.campaign import run_campaign  # noqa: PLC0415 - only this test needs it
+
+    result = run_campaign("rref", 4, 11, 60, ROOT / "spec", explain=False, invariants=True)
+    assert result.report.all_accepted
+    assert result.invariants is not None
+    assert "NoPrematureDeleteInv" in result.invariants.invariants
+    assert [v.clean for v in result.invariants.verdicts] == [True] * 4, [
+        v.summary() for v in result.invariants.verdicts
+    ]
