@@ -1,0 +1,113 @@
+"""The RRef handle application code holds (torch.distributed.rpc.RRef's shape).
+
+A handle is either the owner's (it holds the value's box) or a user's (it holds a ForkId).
+Its lifetime is Python's: ``weakref.finalize`` tells the worker when the last reference went,
+which is RRef.tla's ``DropRRef`` (user) or ``DropOwnerRRef`` (owner); the worker then runs the
+destructor (``DelUser``) when G2 allows. Handles are never pickled: they cross processes only
+as arguments or results of rpc calls, where the protocol forks them.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import weakref
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+
+from protoref.ids import GloballyUniqueId, WorkerId
+
+if TYPE_CHECKING:
+    from protoref.rref.runtime.agent import Agent
+
+__all__ = ["RRef", "WorkerInfo"]
+
+T = TypeVar("T")
+Gid = GloballyUniqueId
+
+
+class WorkerInfo(NamedTuple):
+    """torch.distributed.rpc.WorkerInfo: a worker's name and rank."""
+
+    name: str
+    id: int
+
+
+class RRef(Generic[T]):
+    """A reference to a value owned by one worker. ``RRef(value)`` makes a local OwnerRRef."""
+
+    __slots__ = ("__weakref__", "_agent", "_box", "_finalizer", "fork_id", "owner_id", "rref_id")
+    _finalizer: weakref.finalize[[Gid], RRef[Any]] | None
+
+    def __init__(self, value: T) -> None:
+        from protoref.rref.runtime.agent import current_agent  # noqa: PLC0415 - import cycle
+
+        agent = current_agent()
+        r, box = agent.create_local(value)
+        self._init(agent, agent.name, r, None, box)
+        self._finalizer = weakref.finalize(self, agent.release_owner, r)
+
+    def _init(
+        self,
+        agent: Agent,
+        owner: WorkerId,
+        r: Gid,
+        f: Gid | None,
+        box: cf.Future[Any] | None,
+    ) -> None:
+        self._agent = agent
+        self.owner_id = owner
+        self.rref_id = r
+        self.fork_id = f
+        self._box = box
+
+    @classmethod
+    def _owner_side(cls, agent: Agent, r: Gid, box: cf.Future[Any], *, held: bool) -> RRef[Any]:
+        h: RRef[Any] = object.__new__(cls)
+        h._init(agent, agent.name, r, None, box)
+        # Only OwnerRRefs the core counts as held by the application (ownerHeld: rpc.RRef(obj),
+        # self remote) have a DropOwnerRRef; one unpickled on its owner is a plain reference.
+        h._finalizer = weakref.finalize(h, agent.release_owner, r) if held else None
+        return h
+
+    @classmethod
+    def _user_side(cls, agent: Agent, owner: WorkerId, r: Gid, f: Gid) -> RRef[Any]:
+        h: RRef[Any] = object.__new__(cls)
+        h._init(agent, owner, r, f, None)
+        h._finalizer = weakref.finalize(h, agent.release_user, f)
+        return h
+
+    # ------------------------------------------------------------------ torch's API
+
+    def is_owner(self) -> bool:
+        return self.fork_id is None
+
+    def owner(self) -> WorkerInfo:
+        return self._agent.worker_info(self.owner_id)
+
+    def owner_name(self) -> str:
+        return self.owner_id
+
+    def confirmed_by_owner(self) -> bool:
+        """An OwnerRRef is always confirmed; a UserRRef once it left pendingUsers_."""
+        return self.fork_id is None or self.fork_id not in self._agent.node.ctx.pending_users
+
+    def local_value(self) -> T:
+        """The value, on the owner only (blocks until a remote UDF has produced it)."""
+        if self._box is None:
+            raise RuntimeError(
+                f"local_value() on a UserRRef: {self.rref_id} is owned by {self.owner_id}"
+            )
+        return self._box.result()  # type: ignore[no-any-return]
+
+    def to_here(self, timeout: float | None = None) -> T:
+        """The value: locally on the owner, else fetched (PYTHON_RREF_FETCH_CALL)."""
+        if self._box is not None:
+            return self._box.result(timeout)  # type: ignore[no-any-return]
+        assert self.fork_id is not None
+        return self._agent.fetch(self.fork_id, self.rref_id, timeout)  # type: ignore[no-any-return]
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an RRef is never pickled: pass it as an rpc argument or return value")
+
+    def __repr__(self) -> str:
+        kind = "OwnerRRef" if self.is_owner() else f"UserRRef(fork={self.fork_id})"
+        return f"{kind}(rref={self.rref_id}, owner={self.owner_id})"

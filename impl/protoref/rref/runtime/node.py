@@ -1,0 +1,450 @@
+"""The driver: one worker's RRef core fed from its event loop, traced like the simulator.
+
+Every protocol step goes through :meth:`Node.apply`: ``machine.step``, then one trace event with
+the acting node, its ``seq`` and Lamport clock (``NodeClock``: a handler's step takes the
+sender's stamp, so per-process logs merge causally) and its post-state, then the messages the
+step sent. A message is applied when it is taken from its link (arrival order); the handler of a
+PYTHON_REMOTE_CALL runs when its UDF has returned (RRef.tla ``AssignOwnerRRef``: the UDF runs,
+then assignOwnerRRef). UserRRef destructors (``DelUser``, G1) run as soon as a step leaves a
+UserRRef unreferenced: Python GC drives ``DropRRef`` through ``weakref.finalize``, and G2 holds
+the delete back exactly as ``Referenced`` says. Retried control messages (RRef.tla ``Retried``)
+wait for a transport ack and are re-sent once on a new link (``RetrySend``); user calls never are.
+This module touches the core state only on the loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from protoref.errors import ProtocolError
+from protoref.ids import GloballyUniqueId, WorkerId
+from protoref.rref import events as ev
+from protoref.rref.machine import Step
+from protoref.rref.machine import step as core_step
+from protoref.rref.runtime import frames as fr
+from protoref.rref.runtime.codec import Codec, decode_value, encode_value
+from protoref.rref.runtime.errors import FrameError, RemoteError
+from protoref.rref.runtime.handle import RRef
+from protoref.rref.runtime.udf import resolve
+from protoref.rref.state import RRefContext
+from protoref.rref.trace import RetrySendArgs, make_event
+from protoref.tracing import NodeClock, NullSink, TraceSink
+
+__all__ = ["Node"]
+
+Gid = GloballyUniqueId
+log = logging.getLogger("protoref.rref.runtime")
+#: How many rejected frames / protocol errors a node keeps for inspection.
+KEEP_ERRORS = 256
+
+
+def _error_result(exc: BaseException) -> fr.Result:
+    if isinstance(exc, RemoteError):
+        return fr.Result(ok=False, error_type=exc.remote_type, error=exc.remote_message)
+    return fr.Result(ok=False, error_type=type(exc).__qualname__, error=str(exc))
+
+
+@dataclass(eq=False)
+class Node:
+    """Worker ``me``'s RRefContext and everything the runtime keeps around it."""
+
+    me: WorkerId
+    #: (peer, frame class, **fields) on the outbound link; returns the link's generation.
+    send_frame: Callable[..., int]
+    run_udf: Callable[[Callable[[], Any]], cf.Future[Any]]
+    codecs: Sequence[Codec] = ()
+    sink: TraceSink = field(default_factory=NullSink)
+    rpc_timeout: float = 60.0
+    ctx: RRefContext = field(init=False)
+    clock: NodeClock = field(default_factory=NodeClock)
+    #: Owner values by RRefId, while the core keeps the OwnerRRef or a UDF is computing it.
+    boxes: dict[Gid, cf.Future[Any]] = field(default_factory=dict)
+    computing: set[Gid] = field(default_factory=set)
+    fetches: dict[Gid, cf.Future[Any]] = field(default_factory=dict)
+    calls: dict[int, cf.Future[Any]] = field(default_factory=dict)
+    #: Retried control messages not yet acked: ctl id -> (message, link generation sent on).
+    unacked: dict[int, tuple[ev.Message, int]] = field(default_factory=dict)
+    processed: dict[WorkerId, set[int]] = field(default_factory=dict)
+    rejected: deque[FrameError] = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
+    protocol_errors: deque[ProtocolError] = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
+    agent: Any = None  # the Agent (handles need it for their methods)
+    on_step: Callable[[], None] = lambda: None  # shutdown waits re-check after every step
+    frozen: bool = False  # set when the links close: late GC drops are not applied any more
+    _ids: int = 0
+
+    def __post_init__(self) -> None:
+        self.ctx = RRefContext(me=self.me)
+
+    def next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    # ------------------------------------------------------------------ core plumbing
+
+    def apply(self, inp: ev.RRefInput, stamp: int | None = None, *, send: bool = True) -> Step:
+        """One core step: state, trace event, sends (unless the caller sends them itself)."""
+        before = self.ctx
+        result = core_step(before, inp)  # raises ProtocolError with the state untouched
+        self.ctx = result.state
+        seq, lamport = self.clock.local() if stamp is None else self.clock.receive(stamp)
+        if self.sink.enabled:
+            delivered = inp if isinstance(inp, ev.MessageBase) else None
+            self.sink.emit(
+                make_event(result.action, self.me, seq, lamport, self.ctx, delivered=delivered)
+            )
+        if send:
+            for m in result.sent:
+                self.send_proto(m, lamport)
+        self._destructors(before)
+        self._forget_values()
+        self.on_step()
+        return result
+
+    def _destructors(self, before: RRefContext) -> None:
+        """``DelUser`` for every UserRRef this step may have left unreferenced (G1 after G2)."""
+        after = self.ctx
+        maybe = (
+            (before.held - after.held)
+            | (before.pending_users - after.pending_users)
+            | (before.fetching - after.fetching)
+            | {p for _, p in before.pending_children - after.pending_children}
+        )
+        for f in sorted(maybe):
+            if f in self.ctx.users and f not in self.ctx.deleted and not self.ctx.referenced(f):
+                self.apply(ev.DelUser(f=f))
+
+    def _forget_values(self) -> None:
+        keep = self.ctx.owners | self.ctx.owner_held | self.ctx.self_calls | self.computing
+        if len(self.boxes) > len(keep):
+            for r in [r for r in self.boxes if r not in keep]:
+                del self.boxes[r]
+
+    def send_proto(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
+        if m.dst == self.me:  # to self through the loop, never inline: it is a separate step
+            loop = asyncio.get_running_loop()
+            loop.call_soon(self._take_local, m, stamp, call)
+            return
+        if isinstance(m, ev.RRefFetchRet):
+            self._send_value_when_ready(m, stamp)
+            return
+        if m.type in ev.RETRIED:
+            ctl = self.next_id()
+            gen = self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, ctl=ctl)
+            self.unacked[ctl] = (m, gen)
+            return
+        self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, call=call)
+
+    def _send_value_when_ready(self, m: ev.RRefFetchRet, stamp: int) -> None:
+        # retrieveOwnerRRef replies once the OwnerRRef's value future has completed.
+        box = self.boxes.get(m.rref)
+        if box is None:
+            result = fr.Result(ok=False, error_type="RPCError", error=f"no value for {m.rref}")
+            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
+            return
+        loop = asyncio.get_running_loop()
+
+        def ready(done: cf.Future[Any]) -> None:
+            result = self._result_of(done, m.dst, allow_rrefs=False)
+            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
+
+        box.add_done_callback(lambda done: loop.call_soon_threadsafe(ready, done))
+
+    def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
+        self.take(self.me, m, stamp, call, None)
+
+    # ------------------------------------------------------------------ encoding RRefs
+
+    def encode(self, value: Any, dst: WorkerId, path: str) -> tuple[Any, tuple[ev.PythonCall, ...]]:
+        """Encode a payload for ``dst``; its RRefs are forked (``PrepareChildFork``) after the
+        whole value encoded and every fork was dry-run on a copy of the state, so a refused
+        payload leaves no pending child behind."""
+        found: list[RRef[Any]] = []
+
+        def on_rref(h: Any) -> int:
+            found.append(h)
+            return len(found) - 1
+
+        data = encode_value(
+            value, self.codecs, on_rref, path=path, is_rref=lambda v: isinstance(v, RRef)
+        )
+        inputs = [
+            ev.PrepareChildFork(dst=dst, r=h.rref_id, parent=h.fork_id or h.rref_id) for h in found
+        ]
+        scratch = self.ctx
+        for inp in inputs:
+            scratch = core_step(scratch, inp).state
+        forks: list[ev.PythonCall] = []
+        for inp in inputs:
+            sent = self.apply(inp, send=False).sent
+            forks += [m for m in sent if isinstance(m, ev.PythonCall)]
+        return data, tuple(forks)
+
+    def decode(self, data: Any, forks: Sequence[ev.PythonCall], stamp: int, path: str) -> Any:
+        handles = [self.unpickle(m, stamp) for m in forks]
+        return decode_value(data, self.codecs, lambda i: handles[i], path=path)
+
+    def decode_call(self, body: fr.CallBody, stamp: int) -> tuple[list[Any], dict[str, Any]]:
+        handles = [self.unpickle(m, stamp) for m in body.forks]
+        args = decode_value(body.args, self.codecs, lambda i: handles[i], path="args")
+        kwargs = decode_value(body.kwargs, self.codecs, lambda i: handles[i], path="kwargs")
+        return list(args), dict(kwargs)
+
+    def encode_call(
+        self, fn: str, args: Sequence[Any], kwargs: dict[str, Any], dst: WorkerId
+    ) -> fr.CallBody:
+        data, forks = self.encode([list(args), dict(kwargs)], dst, "args")
+        assert isinstance(data, list)
+        return fr.CallBody(fn=fn, args=data[0], kwargs=data[1], forks=forks)
+
+    def unpickle(self, m: ev.PythonCall, stamp: int) -> RRef[Any]:
+        """``GetOrCreateRRef``: an RRef received in a call or reply becomes a handle here."""
+        self.apply(m, stamp)
+        if m.owner == self.me:
+            box = self.boxes.get(m.rref)
+            if box is None:
+                box = cf.Future()
+                box.set_exception(RemoteError("RPCError", f"OwnerRRef {m.rref} no longer exists"))
+            return RRef._owner_side(self.agent, m.rref, box, held=False)
+        return RRef._user_side(self.agent, m.owner, m.rref, m.fork)
+
+    def _result_of(self, done: cf.Future[Any], dst: WorkerId, *, allow_rrefs: bool) -> fr.Result:
+        exc = done.exception()
+        if exc is not None:
+            return _error_result(exc)
+        try:
+            if allow_rrefs:
+                value, forks = self.encode(done.result(), dst, "result")
+                return fr.Result(ok=True, value=value, forks=forks)
+            value = encode_value(
+                done.result(),
+                self.codecs,
+                None,
+                path="result",
+                is_rref=lambda v: isinstance(v, RRef),
+            )
+            return fr.Result(ok=True, value=value)
+        except (ProtocolError, Exception) as err:  # the result is refused, not the link
+            return _error_result(err)
+
+    def outcome(self, result: fr.Result, stamp: int, target: cf.Future[Any] | None) -> None:
+        if result.ok:
+            value = self.decode(result.value, result.forks, stamp, "result")
+            if target is not None and not target.done():
+                target.set_result(value)
+        elif target is not None and not target.done():
+            target.set_exception(RemoteError(result.error_type, result.error))
+
+    # ------------------------------------------------------------------ incoming
+
+    def on_frame(self, peer: WorkerId, frame: fr.Frame, ack: Callable[[int], None]) -> None:
+        try:
+            self._dispatch(peer, frame, ack)
+        except ProtocolError as err:  # the core refused: its state is unchanged
+            self.protocol_errors.append(err)
+            log.warning("%s: frame %s from %s refused: %s", self.me, frame.kind, peer, err)
+
+    def _dispatch(self, peer: WorkerId, frame: fr.Frame, ack: Callable[[int], None]) -> None:
+        if isinstance(frame, fr.Proto):
+            if frame.msg.src != peer or frame.msg.dst != self.me:
+                raise ProtocolError(
+                    self.me,
+                    "Receive",
+                    f"{frame.msg.type} from {frame.msg.src} to "
+                    f"{frame.msg.dst} arrived on {peer}'s link",
+                )
+            if frame.ctl is not None:
+                seen = self.processed.setdefault(peer, set())
+                if frame.ctl in seen:  # a copy already applied: ack again, apply nothing
+                    ack(frame.ctl)
+                    return
+                self.take(peer, frame.msg, frame.stamp, frame.call, frame.result)
+                seen.add(frame.ctl)
+                ack(frame.ctl)
+                return
+            self.take(peer, frame.msg, frame.stamp, frame.call, frame.result)
+        elif isinstance(frame, fr.Ack):
+            self._merge(frame.stamp)
+            self.unacked.pop(frame.ctl, None)
+            self.on_step()
+        elif isinstance(frame, fr.UserCall):
+            self._merge(frame.stamp)
+            self._user_call(peer, frame)
+        elif isinstance(frame, fr.UserReply):
+            self._merge(frame.stamp)
+            self.outcome(frame.result, frame.stamp, self.calls.pop(frame.call_id, None))
+            self.on_step()
+        elif isinstance(frame, fr.Refetch):
+            self._merge(frame.stamp)
+            self._refetch(peer, frame)
+        else:
+            raise ProtocolError(self.me, "Receive", f"unexpected {frame.kind} frame from {peer}")
+
+    def _merge(self, stamp: int) -> None:
+        self.clock.lamport = max(self.clock.lamport, stamp)
+
+    def take(
+        self,
+        peer: WorkerId,
+        m: ev.Message,
+        stamp: int,
+        call: fr.CallBody | None,
+        result: fr.Result | None,
+    ) -> None:
+        """A protocol message taken from the inbox."""
+        if isinstance(m, ev.PythonRemoteCall):
+            self._remote_call(m, stamp, call)
+        elif isinstance(m, ev.RRefFetchRet):
+            self.apply(m, stamp)
+            target = self.fetches.pop(m.fork, None)
+            if result is None:
+                result = fr.Result(
+                    ok=False, error_type="RPCError", error="fetch reply without value"
+                )
+            self.outcome(result, stamp, target)
+        elif isinstance(m, ev.PythonCall):
+            raise ProtocolError(self.me, "GetOrCreateRRef", "PYTHON_CALL outside a call or reply")
+        else:
+            self.apply(m, stamp)
+
+    def _remote_call(self, m: ev.PythonRemoteCall, stamp: int, call: fr.CallBody | None) -> None:
+        if call is None:
+            raise ProtocolError(self.me, "AssignOwnerRRef", "PYTHON_REMOTE_CALL without a call")
+        r = m.rref
+        self.boxes.setdefault(r, cf.Future())
+        self.computing.add(r)
+        loop = asyncio.get_running_loop()
+        try:
+            args, kwargs = self.decode_call(call, stamp)
+            fn = resolve(call.fn)
+        except Exception as err:  # the UDF fails before it runs: stored in the RRef, as PyTorch
+            udf: cf.Future[Any] = cf.Future()
+            udf.set_exception(err)
+        else:
+            udf = self.run_udf(lambda: fn(*args, **kwargs))
+        udf.add_done_callback(lambda d: loop.call_soon_threadsafe(self._remote_done, m, stamp, d))
+
+    def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
+        box = self.boxes.get(m.rref)
+        if box is not None and not box.done():
+            exc = done.exception()
+            if exc is None:
+                box.set_result(done.result())
+            else:
+                box.set_exception(
+                    exc
+                    if isinstance(exc, RemoteError)
+                    else RemoteError(type(exc).__qualname__, str(exc))
+                )
+        self.computing.discard(m.rref)
+        self.apply(m, stamp)
+
+    def _user_call(self, peer: WorkerId, frame: fr.UserCall) -> None:
+        loop = asyncio.get_running_loop()
+        body = frame.body
+        try:
+            args, kwargs = self.decode_call(body, frame.stamp)
+            fn = resolve(body.fn)
+        except Exception as err:
+            udf: cf.Future[Any] = cf.Future()
+            udf.set_exception(err)
+        else:
+            udf = self.run_udf(lambda: fn(*args, **kwargs))
+
+        def reply(done: cf.Future[Any]) -> None:
+            result = self._result_of(done, peer, allow_rrefs=True)
+            self.send_frame(
+                peer, fr.UserReply, stamp=self.clock.lamport, call_id=frame.call_id, result=result
+            )
+
+        udf.add_done_callback(lambda d: loop.call_soon_threadsafe(reply, d))
+
+    def _refetch(self, peer: WorkerId, frame: fr.Refetch) -> None:
+        r = Gid(*frame.rref)
+        box = self.boxes.get(r)
+        loop = asyncio.get_running_loop()
+
+        def reply(done: cf.Future[Any]) -> None:
+            result = self._result_of(done, peer, allow_rrefs=False)
+            self.send_frame(
+                peer, fr.UserReply, stamp=self.clock.lamport, call_id=frame.call_id, result=result
+            )
+
+        if box is None:
+            box = cf.Future()
+            box.set_exception(RemoteError("RPCError", f"{self.me} holds no OwnerRRef {r}"))
+        box.add_done_callback(lambda d: loop.call_soon_threadsafe(reply, d))
+
+    # ------------------------------------------------------------------ retries
+
+    def welcome_state(self, peer: WorkerId) -> tuple[int, tuple[int, ...]]:
+        return self.clock.lamport, tuple(sorted(self.processed.get(peer, ())))
+
+    def on_link_ready(self, peer: WorkerId, welcome: fr.Welcome, generation: int) -> None:
+        """A (re)dialed link: control messages written on an older link that the acceptor never
+        applied were lost with it; ``RetrySend`` re-sends each once, causally after the Welcome
+        (the acceptor dropped the old link before reporting what it had applied)."""
+        self._merge(welcome.lamport)
+        done = set(welcome.processed)
+        for ctl, (m, gen) in sorted(self.unacked.items()):
+            if m.dst != peer or gen >= generation:
+                continue
+            del self.unacked[ctl]
+            if ctl in done:
+                continue
+            copy = m
+            if m.dup == 0:  # RRef.tla RetrySend: the first attempt is duplicated once
+                seq, lamport = self.clock.local()
+                if self.sink.enabled:
+                    self.sink.emit(make_event(RetrySendArgs(m=m), self.me, seq, lamport, self.ctx))
+                copy = m.model_copy(update={"dup": 2})
+            new = self.next_id()
+            sent_on = self.send_frame(peer, fr.Proto, stamp=self.clock.lamport, msg=copy, ctl=new)
+            self.unacked[new] = (copy, sent_on)
+
+    # ------------------------------------------------------------------ application calls
+
+    def remote_timer(self, r: Gid, f: Gid) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.rpc_timeout, self._maybe_time_out, r, f)
+
+    def _maybe_time_out(self, r: Gid, f: Gid) -> None:
+        alive = f in self.ctx.pending_users if f != r else r in self.ctx.self_calls
+        if alive:
+            self.apply(ev.TimeOutRemote(r=r, f=f))
+
+    def pass_barrier(self) -> None:
+        """RRef.tla ``WaitAllWorkers`` on this context: one global step, logged once by the
+        master under the environment actor ``barrier`` (see Agent._arrive)."""
+        self.ctx = core_step(self.ctx, ev.WaitAllWorkers()).state
+
+    def drop_user(self, f: Gid) -> None:
+        if self.frozen:
+            return
+        if f in self.ctx.held:
+            self.apply(ev.DropRRef(f=f))
+
+    def drop_owner(self, r: Gid) -> None:
+        if self.frozen:
+            return
+        if r in self.ctx.owner_held:
+            self.apply(ev.DropOwnerRRef(r=r))
+
+    def calls_quiet(self) -> bool:
+        """No user call of this worker is in flight (RRef.tla ``WaitAllWorkers``'s guard):
+        every rpc.remote answered (its creator UserRRef confirmed), fetch and call replied."""
+        c = self.ctx
+        creators = any(c.users[f].parent is None for f in c.pending_users)
+        mine = any(f in c.users for f in c.fetching)
+        return not (creators or mine or c.self_calls or self.calls or self.fetches)
+
+    def quiet(self) -> bool:
+        """The sweep may run: pendingUsers_, pendingChildren_ and this worker's fetches drained."""
+        c = self.ctx
+        mine = any(f in c.users for f in c.fetching)
+        return not (c.pending_users or c.pending_children or mine)

@@ -1,0 +1,249 @@
+"""asyncio TCP transport: authenticated links to peers, one event loop per worker.
+
+A worker dials each peer it sends to (one outbound link per peer, opened lazily; frames queued
+meanwhile keep their order) and accepts the links its peers dial. Replies that belong to a link
+(transport acks, the rendezvous answer) go back on the link the request came in on; everything
+else goes on the sender's own outbound link. A frame that fails a check (size, HMAC, schema,
+sequence) is handed to ``on_rejected`` and its link is closed: nothing of it reached the core.
+A new inbound link from a peer supersedes the old one before the Welcome is computed, so the
+``processed`` list it reports is final (see Node.welcome_state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from protoref.rref.runtime import wire
+from protoref.rref.runtime.errors import AuthenticationError, FrameError
+from protoref.rref.runtime.frames import Challenge, Frame, Hello, Welcome
+
+__all__ = ["Link", "Transport", "TransportHandler"]
+
+log = logging.getLogger("protoref.rref.runtime")
+_BROKEN = (asyncio.IncompleteReadError, ConnectionError, OSError, EOFError)
+
+
+class TransportHandler(Protocol):
+    def on_frame(self, link: Link, frame: Frame) -> None: ...
+
+    def on_rejected(self, error: FrameError) -> None: ...
+
+    def welcome_state(self, peer: str) -> tuple[int, tuple[int, ...]]: ...
+
+    def on_link_ready(self, peer: str, welcome: Welcome, generation: int) -> None: ...
+
+
+async def read_raw(reader: asyncio.StreamReader, peer: str, max_bytes: int) -> bytes:
+    header = await reader.readexactly(wire.HEADER_BYTES)
+    return await reader.readexactly(wire.check_length(peer, header, max_bytes))
+
+
+@dataclass(eq=False)
+class Link:
+    """One authenticated connection (either direction)."""
+
+    peer: str
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    session: wire.Session
+    dead: bool = False
+
+    def send(self, cls: Callable[..., Frame], **fields: Any) -> None:
+        if self.dead:
+            raise ConnectionError(f"link to {self.peer} is closed")
+        frame = cls(seq=self.session.next_seq(), **fields)
+        self.writer.write(self.session.seal(frame))
+
+    def close(self) -> None:
+        self.dead = True
+        self.writer.close()
+
+
+@dataclass(eq=False)
+class Transport:
+    name: str
+    secret: bytes
+    handler: TransportHandler
+    max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES
+    connect_timeout: float = 30.0
+    addresses: dict[str, tuple[str, int]] = field(default_factory=dict)
+    outbound: dict[str, Link] = field(default_factory=dict)
+    inbound: dict[str, Link] = field(default_factory=dict)
+    generations: dict[str, int] = field(default_factory=dict)
+    _backlog: dict[str, deque[tuple[Callable[..., Frame], dict[str, Any]]]] = field(
+        default_factory=dict
+    )
+    _dialing: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _server: asyncio.Server | None = None
+    _closing: bool = False
+
+    # ------------------------------------------------------------------ server
+
+    async def serve(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._accept, host, port)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        where = str(writer.get_extra_info("peername"))
+        try:
+            server_nonce = wire.new_nonce()
+            writer.write(wire.pack(Challenge(nonce=server_nonce).model_dump_json().encode()))
+            raw = await asyncio.wait_for(
+                read_raw(reader, where, self.max_frame_bytes), self.connect_timeout
+            )
+            hello = wire.parse_handshake(where, raw, Hello)
+            assert isinstance(hello, Hello)
+            good = wire.hello_mac(self.secret, hello.name, server_nonce, hello.nonce)
+            if not hmac.compare_digest(hello.mac.encode(), good.encode()):
+                raise AuthenticationError(f"{hello.name}?@{where}", "handshake MAC is wrong")
+            old = self.inbound.pop(hello.name, None)
+            if old is not None:  # superseded: none of its remaining frames may be applied
+                old.close()
+            lamport, processed = self.handler.welcome_state(hello.name)
+            mac = wire.welcome_mac(self.secret, hello.name, server_nonce, hello.nonce)
+            welcome = Welcome(mac=mac, lamport=lamport, processed=processed)
+            writer.write(wire.pack(welcome.model_dump_json().encode()))
+            key = wire.session_key(self.secret, hello.name, server_nonce, hello.nonce)
+            link = Link(hello.name, reader, writer, wire.Session.for_acceptor(hello.name, key))
+            self.inbound[hello.name] = link
+        except FrameError as err:
+            self.handler.on_rejected(err)
+            writer.close()
+            return
+        except (*_BROKEN, TimeoutError):
+            writer.close()
+            return
+        await self._read_loop(link)
+
+    async def _read_loop(self, link: Link) -> None:
+        try:
+            while not link.dead:
+                raw = await read_raw(link.reader, link.peer, self.max_frame_bytes)
+                frame = link.session.open(raw)
+                if link.dead:
+                    break
+                self.handler.on_frame(link, frame)
+        except FrameError as err:
+            self.handler.on_rejected(err)
+        except _BROKEN:
+            pass
+        finally:
+            link.dead = True
+            link.writer.close()
+            if self.outbound.get(link.peer) is link:
+                del self.outbound[link.peer]
+            if self.inbound.get(link.peer) is link:
+                del self.inbound[link.peer]
+
+    # ------------------------------------------------------------------ client
+
+    def send(self, peer: str, cls: Callable[..., Frame], **fields: Any) -> int:
+        """Send on the outbound link to ``peer``, dialing it first if needed (order kept).
+
+        Returns the generation of the link the frame is (or will be) written on: a frame
+        written on an older generation than the current link may have been lost with it."""
+        link = self.outbound.get(peer)
+        generation = self.generations.get(peer, 0)
+        if link is not None and not link.dead and peer not in self._backlog:
+            link.send(cls, **fields)
+            return generation
+        self._backlog.setdefault(peer, deque()).append((cls, fields))
+        if peer not in self._dialing and not self._closing:
+            task = asyncio.get_running_loop().create_task(self._dial(peer))
+            self._dialing[peer] = task
+        return generation + 1
+
+    async def _dial(self, peer: str) -> None:
+        try:
+            link, welcome = await self._dial_until_deadline(peer)
+        except (*_BROKEN, TimeoutError, FrameError) as err:
+            if isinstance(err, FrameError):
+                self.handler.on_rejected(err)
+            # The backlog stays queued (in order) for the next dial, which the next send starts.
+            queued = len(self._backlog.get(peer, ()))
+            log.error("%s: cannot reach %s (%r); %d frame(s) queued", self.name, peer, err, queued)
+            return
+        finally:
+            self._dialing.pop(peer, None)
+        self.outbound[peer] = link
+        self.generations[peer] = self.generations.get(peer, 0) + 1
+        self._spawn(self._read_loop(link))
+        self.handler.on_link_ready(peer, welcome, self.generations[peer])
+        for cls, fields in self._backlog.pop(peer, deque()):
+            link.send(cls, **fields)
+
+    async def _dial_until_deadline(self, peer: str) -> tuple[Link, Welcome]:
+        """Dial with backoff while the peer is not listening yet (a worker may start before the
+        master), for up to ``connect_timeout``; a failed handshake is not retried."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.connect_timeout
+        pause = 0.02
+        while True:
+            try:
+                return await asyncio.wait_for(
+                    self._handshake(peer), max(0.01, deadline - loop.time())
+                )
+            except OSError:
+                if loop.time() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    async def _handshake(self, peer: str) -> tuple[Link, Welcome]:
+        host, port = self.addresses[peer]
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            raw = await read_raw(reader, peer, self.max_frame_bytes)
+            challenge = wire.parse_handshake(peer, raw, Challenge)
+            assert isinstance(challenge, Challenge)
+            nonce = wire.new_nonce()
+            mac = wire.hello_mac(self.secret, self.name, challenge.nonce, nonce)
+            writer.write(
+                wire.pack(Hello(name=self.name, nonce=nonce, mac=mac).model_dump_json().encode())
+            )
+            raw = await read_raw(reader, peer, self.max_frame_bytes)
+            welcome = wire.parse_handshake(peer, raw, Welcome)
+            assert isinstance(welcome, Welcome)
+            good = wire.welcome_mac(self.secret, self.name, challenge.nonce, nonce)
+            if not hmac.compare_digest(welcome.mac.encode(), good.encode()):
+                raise AuthenticationError(peer, "the acceptor does not know the shared secret")
+        except BaseException:
+            writer.close()
+            raise
+        key = wire.session_key(self.secret, self.name, challenge.nonce, nonce)
+        return Link(peer, reader, writer, wire.Session.for_dialer(peer, key)), welcome
+
+    # ------------------------------------------------------------------ shutdown
+
+    async def close(self) -> None:
+        self._closing = True
+        for task in list(self._dialing.values()):
+            task.cancel()
+        links = [*self.outbound.values(), *self.inbound.values()]
+        for link in links:
+            with contextlib.suppress(*_BROKEN):
+                await link.writer.drain()
+            link.close()
+        for link in links:
+            with contextlib.suppress(*_BROKEN):
+                await link.writer.wait_closed()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
