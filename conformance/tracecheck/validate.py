@@ -220,7 +220,7 @@ def validate_traces(
     distinct = 0
     for indices in groups.values():
         batch = [traces[i] for i in indices]
-        result = run_rendered(render_batch(batch, mapping), library, options)
+        result = run_rendered(render_batch(batch, mapping, compact=True), library, options)
         runs += 1
         _require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
         distinct += result.stats.distinct or 0

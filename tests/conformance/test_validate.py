@@ -112,3 +112,88 @@ def test_unknown_event_and_missing_args_are_format_errors() -> None:
         validate_traces([trace([GOOD[0], event("Transfer", "a", 2, 1, a=2)])], LEDGER, SPEC_ROOT)
     with pytest.raises(TraceFormatError, match="float has no TLA"):
         validate_traces([trace([event("Deposit", "a", 1, 1, a=1.5)])], LEDGER, SPEC_ROOT)
+
+
+# --- compact rendering: logged sets as differences (tracecheck.postdelta) --------------------
+
+#: Ledger with the whole inbox logged after every transfer and receive: a set that grows and
+#: shrinks, and that other nodes' steps change between two of a node's events.
+INBOX = LEDGER.model_copy(
+    update={
+        "actions": tuple(
+            a
+            if a.event == "Deposit"
+            else a.model_copy(update={"post": {**a.post, "inbox": "inbox'"}})
+            for a in LEDGER.actions
+        )
+    }
+)
+
+
+def _inbox(*pairs: tuple[str, int]) -> dict[str, object]:
+    return {"#set": [list(p) for p in pairs]}
+
+
+def _inbox_events() -> list[dict[str, object]]:
+    """a deposits 10, sends 1, 2, 3, 4 to b; b receives 1, 2, 3 (inbox logged each time)."""
+    out = [event("Deposit", "a", 1, 10, a=10)]
+    sent: list[tuple[str, int]] = []
+    for i, amount in enumerate((1, 2, 3, 4), start=2):
+        sent.append(("b", amount))
+        step = event("Transfer", "a", i, 10 - sum(a for _, a in sent), to="b", a=amount)
+        out.append(step | {"post": step["post"] | {"inbox": _inbox(*sent)}})  # type: ignore[operator]
+    got = 0
+    for i, amount in enumerate((1, 2, 3), start=1):
+        got += amount
+        sent.remove(("b", amount))
+        step = event("Receive", "b", i, got, a=amount)
+        out.append(step | {"post": step["post"] | {"inbox": _inbox(*sent)}})  # type: ignore[operator]
+    return out
+
+
+def test_compact_rendering_logs_growing_sets_as_differences() -> None:
+    from tracecheck.tracespec import render_batch  # noqa: PLC0415
+
+    rendered = render_batch([trace(_inbox_events(), maximum=10)], INBOX, compact=True)
+    assert "tvLog" in rendered.trace_module
+    # the fourth transfer adds one element and removes none
+    assert '<<{}, {<<"b", 4>>}>>' in rendered.data_module
+    literal = render_batch([trace(_inbox_events(), maximum=10)], INBOX)
+    assert "tvLog" not in literal.trace_module
+    report = validate_traces([trace(_inbox_events(), maximum=10)], INBOX, SPEC_ROOT)
+    assert report.all_accepted
+
+
+@pytest.mark.parametrize(
+    ("index", "inbox"),
+    [
+        pytest.param(4, _inbox(("b", 1), ("b", 3)), id="element-missing"),
+        pytest.param(4, _inbox(("b", 1), ("b", 2), ("b", 3), ("a", 9)), id="element-extra"),
+        pytest.param(7, _inbox(("b", 3)), id="receiver-keeps-a-stale-element"),
+    ],
+)
+def test_a_wrong_set_is_rejected_at_its_event_under_compact_rendering(
+    index: int, inbox: dict[str, object]
+) -> None:
+    events = _inbox_events()
+    events[index - 1] = events[index - 1] | {
+        "post": events[index - 1]["post"] | {"inbox": inbox}  # type: ignore[operator]
+    }
+    (verdict,) = validate_traces(
+        [trace(events, maximum=10)], INBOX, SPEC_ROOT, explain=False
+    ).verdicts
+    assert verdict.rejection is not None
+    assert verdict.rejection.index == index
+
+
+def test_plan_deltas_refuses_non_sets_and_tagged_elements() -> None:
+    from tracecheck.postdelta import plan_deltas  # noqa: PLC0415
+
+    grow = [("n", [("s", {"#set": list(range(k))})]) for k in range(1, 6)]
+    assert plan_deltas([grow]).keys == {"s": 1}
+    tagged = [("n", [("s", {"#set": [{"#set": list(range(k))}]})]) for k in range(1, 6)]
+    assert plan_deltas([tagged]).keys == {}
+    mixed = [*grow, ("n", [("s", 3)])]
+    assert plan_deltas([mixed]).keys == {}
+    one = [("n", [("s", {"#set": [k]})]) for k in range(5)]  # like `delivered`: no gain
+    assert plan_deltas([one]).keys == {}

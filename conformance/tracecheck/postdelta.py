@@ -1,0 +1,120 @@
+"""Logged post-state sets as differences: what keeps long traces cheap to parse.
+
+Implementations log the acting node's whole slice of a variable after each step, and many
+slices only grow (every UserRRef ever created, every tombstone): written out literally, the data
+module of an n-event trace has O(n^2) elements, and SANY's parse time dominated validation (a
+2,000-event RRef trace: 13 s of parsing for 1.7 s of search). So a set-valued post field is
+rendered as ``<<removed, added>>`` relative to the value the same node logged for the same
+expression last time, and the trace spec rebuilds the logged value in a variable (``tvLog``)
+before comparing it with the spec's. The rebuilt value is exactly the logged one, so verdicts do
+not change; the comparison itself still reads the whole slice, as before.
+
+Elements are compared by their canonical JSON text. That is TLA+ equality only for JSON
+without ITF tags (strings, integers, booleans, lists as tuples, objects as records with sorted
+keys), so an expression is delta-encoded only when none of its elements has a tag: ``{"#set":
+[1, 2]}`` and ``{"#set": [2, 1]}`` differ as text and are equal as sets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Delta", "DeltaPlan", "element_text", "plan_deltas"]
+
+#: Delta-encode an expression only when that shrinks its logged elements at least this much.
+WORTH = 0.75
+
+#: One event as the planner sees it: the acting node and its (expression, JSON value) posts.
+Shape = tuple[str, Sequence[tuple[str, Any]]]
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
+def element_text(element: Any) -> str:
+    """The canonical JSON text of a set element (objects with sorted keys)."""
+    return _CANONICAL.encode(element)
+
+
+def _elements(value: Any) -> dict[str, Any] | None:
+    """A logged ``{"#set": [...]}`` as canonical text -> element, or None if it is not a set
+    or has an element whose text is not its TLA+ identity (it carries an ITF tag)."""
+    if not isinstance(value, dict) or set(value) != {"#set"} or not isinstance(value["#set"], list):
+        return None
+    out: dict[str, Any] = {}
+    for element in value["#set"]:
+        text = element_text(element)
+        if '"#' in text:
+            return None
+        out[text] = element
+    return out
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A logged set as the elements removed from and added to the node's previous one
+    (canonical text -> JSON element)."""
+
+    removed: dict[str, Any]
+    added: dict[str, Any]
+
+
+def _walk(
+    events: Sequence[Shape], keys: Iterable[str] | None
+) -> Iterable[tuple[int, int, Any, Delta | None]]:
+    """Per post value, in order: (event, position, value, its delta when ``expr`` is in
+    ``keys`` (every expression when None) and the value is a tag-free set)."""
+    chosen = None if keys is None else set(keys)
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, (node, posts) in enumerate(events):
+        for j, (expr, value) in enumerate(posts):
+            if chosen is not None and expr not in chosen:
+                yield i, j, value, None
+                continue
+            now = _elements(value)
+            if now is None:
+                yield i, j, value, None
+                continue
+            before = last.get((expr, node), {})
+            last[(expr, node)] = now
+            removed = {t: e for t, e in before.items() if t not in now}
+            added = {t: e for t, e in now.items() if t not in before}
+            yield i, j, value, Delta(removed, added)
+
+
+@dataclass(frozen=True)
+class DeltaPlan:
+    """Which post expressions are delta-encoded, each with its key (1-based) in ``tvLog``."""
+
+    keys: dict[str, int]
+
+    def encode(self, traces: Sequence[Sequence[Shape]]) -> list[list[list[Any]]]:
+        """Per trace, per event, the post values, delta-encoded ones replaced by a Delta."""
+        out: list[list[list[Any]]] = []
+        for events in traces:
+            rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
+            for i, j, value, delta in _walk(events, self.keys):
+                rows[i][j] = value if delta is None else delta
+            out.append(rows)
+        return out
+
+
+def plan_deltas(traces: Iterable[Sequence[Shape]]) -> DeltaPlan:
+    """Delta-encode an expression when every value logged for it is a tag-free set and the
+    differences are clearly smaller than the values (a one-message ``delivered`` set is not)."""
+    full: dict[str, int] = {}
+    delta: dict[str, int] = {}
+    refused: set[str] = set()
+    for events in traces:
+        for i, j, value, change in _walk(events, None):
+            expr = events[i][1][j][0]
+            if change is None:
+                refused.add(expr)
+                continue
+            full[expr] = full.get(expr, 0) + len(value["#set"])
+            delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
+    chosen = sorted(e for e in full if e not in refused and delta[e] < WORTH * full[e])
+    return DeltaPlan(keys={e: i for i, e in enumerate(chosen, start=1)})
