@@ -492,6 +492,9 @@ class Agent:
     def _pass(self, phase: int, stamp: int) -> None:
         self.node.clock.lamport = max(self.node.clock.lamport, stamp)
         if phase == 1:
+            # From here on no new user call (AppCanAct): until every worker arrived, this
+            # worker's UDFs may still call out on behalf of callers that have not arrived.
+            self.stopping = True
             self.node.pass_barrier()
         go = self._go.setdefault(phase, self.loop.create_future())
         if not go.done():
@@ -505,7 +508,6 @@ class Agent:
         leaks: list[Leak] = []
         calls_done = lambda: node.calls_quiet() and not self.udfs_running  # noqa: E731
         problems.append(await self._until("this worker's user calls", calls_done, deadline))
-        self.stopping = True  # no new user call from here on (AppCanAct)
         problems.append(await self._barrier(1, deadline))  # WaitAllWorkers
         waited = await self._until("pending users, children and fetches", node.quiet, deadline)
         problems.append(waited)
