@@ -15,12 +15,15 @@ import platform
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
 import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -32,6 +35,7 @@ __all__ = [
     "EtcdNotInstalledError",
     "EtcdServer",
     "EtcdStartError",
+    "EtcdTls",
     "find_etcd",
 ]
 
@@ -41,6 +45,34 @@ ETCD_INSTALL_HINT: Final = (
 )
 _DEFAULT_BINARY: Final = "/usr/bin/etcd"
 _HEALTH_PAUSE: Final = 0.05  # start-up only: etcd has no readiness notification on loopback
+
+
+@dataclass(frozen=True, slots=True)
+class EtcdTls:
+    """Serve clients over TLS: the server's certificate and key, and the CA of the certificates.
+
+    With ``client_cert`` and ``client_key`` etcd also requires client certificates signed by
+    ``ca_file`` (``--client-cert-auth``); the pair is what the start-up health probe presents.
+    """
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path
+    client_cert: Path | None = None
+    client_key: Path | None = None
+
+    def args(self) -> list[str]:
+        args = [f"--cert-file={self.cert_file}", f"--key-file={self.key_file}"]
+        args.append(f"--trusted-ca-file={self.ca_file}")
+        if self.client_cert is not None:
+            args.append("--client-cert-auth")
+        return args
+
+    def context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.ca_file))
+        if self.client_cert is not None and self.client_key is not None:
+            ctx.load_cert_chain(self.client_cert, self.client_key)
+        return ctx
 
 
 class EtcdNotInstalledError(ProtorefError):
@@ -84,6 +116,8 @@ class EtcdServer:
     ``endpoint`` (``http://127.0.0.1:PORT``) is what :class:`EtcdStore` takes; ``url``
     (``etcd://127.0.0.1:PORT``) is what ``python -m protoref.rendezvous.node_main --store``
     takes. ``data_dir`` defaults to a fresh temporary directory, removed on :meth:`stop`.
+    ``tls`` serves clients over https; ``extra_args`` go to etcd as they are (for example
+    ``--auth-token-ttl=2``).
     """
 
     def __init__(
@@ -93,8 +127,12 @@ class EtcdServer:
         host: str = "127.0.0.1",
         data_dir: str | Path | None = None,
         start_timeout: float = 30.0,
+        tls: EtcdTls | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.binary = find_etcd(binary)
+        self.tls = tls
+        self.extra_args = tuple(extra_args)
         self.host = host
         self.start_timeout = start_timeout
         self._given_dir = None if data_dir is None else Path(data_dir)
@@ -106,15 +144,15 @@ class EtcdServer:
 
     @property
     def endpoint(self) -> str:
-        """The client URL (``http://host:port``)."""
+        """The client URL (``http://host:port``, ``https://`` with TLS)."""
         self._require_running()
-        return f"http://{self.host}:{self.client_port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.client_port}"
 
     @property
     def url(self) -> str:
-        """The store URL of ``node_main --store`` (``etcd://host:port``)."""
+        """The store URL of ``node_main --store`` (``etcd://host:port``, ``etcds://`` with TLS)."""
         self._require_running()
-        return f"etcd://{self.host}:{self.client_port}"
+        return f"{'etcds' if self.tls else 'etcd'}://{self.host}:{self.client_port}"
 
     @property
     def pid(self) -> int:
@@ -150,7 +188,7 @@ class EtcdServer:
         assert self._workdir is not None
         data_dir = self._given_dir or self._workdir / "data"
         self.client_port, self.peer_port = _free_port(self.host), _free_port(self.host)
-        client = f"http://{self.host}:{self.client_port}"
+        client = f"{'https' if self.tls else 'http'}://{self.host}:{self.client_port}"
         peer = f"http://{self.host}:{self.peer_port}"
         args = [
             str(self.binary),
@@ -165,6 +203,8 @@ class EtcdServer:
             "--logger=zap",
             "--log-outputs=stderr",
             "--log-level=warn",
+            *(self.tls.args() if self.tls else ()),
+            *self.extra_args,
         ]
         # etcd reads ETCD_* variables too and refuses ones that shadow a flag: start clean.
         env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
@@ -190,7 +230,7 @@ class EtcdServer:
                 raise EtcdStartError(
                     f"etcd exited with {self._proc.returncode} at start: {_tail(log_path)}"
                 )
-            if _healthy(client):
+            if _healthy(client, self.tls):
                 return
             if time.monotonic() > end:
                 raise EtcdStartError(
@@ -220,9 +260,10 @@ class EtcdServer:
         self.stop()
 
 
-def _healthy(client: str) -> bool:
+def _healthy(client: str, tls: EtcdTls | None) -> bool:
+    context = tls.context() if tls else None
     try:
-        with urllib.request.urlopen(f"{client}/health", timeout=1.0) as resp:
+        with urllib.request.urlopen(f"{client}/health", timeout=1.0, context=context) as resp:
             body = json.loads(resp.read())
     except (urllib.error.URLError, OSError, ValueError):
         return False

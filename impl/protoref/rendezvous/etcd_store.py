@@ -42,6 +42,7 @@ __all__ = ["DEFAULT_PREFIX", "EtcdStore"]
 
 DEFAULT_PREFIX: Final = "/protoref/"
 _POOL: Final = 128  # connections kept per store: one per thread of a many-node benchmark
+_INVALID_TOKEN: Final = "invalid auth token"  # etcd's ErrInvalidAuthToken: the token expired
 
 
 class _Model(BaseModel):
@@ -66,6 +67,10 @@ class _Op(_Model):
     response_range: _Range | None = None
 
 
+class _Token(_Model):
+    token: str
+
+
 class _Txn(_Model):
     header: _Header
     succeeded: bool = False  # omitted when false
@@ -81,11 +86,16 @@ def _versioned(kv: _KV) -> Versioned:
 
 
 class _BoundedAdapter(requests.adapters.HTTPAdapter):
-    """An HTTP adapter that bounds requests sent without a timeout (etcd3gw's watch POST)."""
+    """An HTTP adapter that bounds requests sent without a timeout (etcd3gw's watch POST) and
+    verifies the server with ``ca_cert`` when given: requests lets ``REQUESTS_CA_BUNDLE`` and
+    ``CURL_CA_BUNDLE`` override a session's ``verify``, which would drop the etcd cluster's CA."""
 
-    def __init__(self, default_timeout: tuple[float, float], pool: int) -> None:
+    def __init__(
+        self, default_timeout: tuple[float, float], pool: int, ca_cert: str | None
+    ) -> None:
         super().__init__(pool_connections=1, pool_maxsize=pool)
         self.default_timeout = default_timeout
+        self.ca_cert = ca_cert
 
     def send(  # noqa: PLR0917 - HTTPAdapter.send's own signature, overridden
         self,
@@ -97,6 +107,7 @@ class _BoundedAdapter(requests.adapters.HTTPAdapter):
         proxies: dict[str, str] | None = None,
     ) -> requests.Response:
         bound = self.default_timeout if timeout is None else timeout
+        verify = verify if self.ca_cert is None else self.ca_cert
         return super().send(request, stream, bound, verify, cert, proxies)
 
 
@@ -107,8 +118,10 @@ class EtcdStore:
     http). Every key is stored under ``prefix`` (one prefix per run or per job keeps runs apart
     and lets an operator list or delete one run's keys). ``request_timeout`` bounds each request.
     TLS: ``ca_cert`` (a CA bundle to verify the server), ``client_cert`` + ``client_key``
-    (mutual TLS); they go to the HTTP session unchanged. etcd's user/password authentication is
-    not supported (see docs/rendezvous.md).
+    (mutual TLS); they go to the HTTP session unchanged. Authentication: ``username`` +
+    ``password`` (etcd's ``auth enable``): the store asks etcd for a token on first use and
+    again when etcd says the token expired (the rejected request is then sent once more: etcd
+    rejected it before applying it).
     """
 
     def __init__(
@@ -120,11 +133,15 @@ class EtcdStore:
         ca_cert: str | None = None,
         client_cert: str | None = None,
         client_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
     ) -> None:
         if request_timeout <= 0:
             raise ValueError(f"request_timeout must be > 0, got {request_timeout}")
         if (client_cert is None) != (client_key is None):
             raise ValueError("client_cert and client_key go together (mutual TLS)")
+        if (username is None) != (password is None):
+            raise ValueError("username and password go together (etcd authentication)")
         parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
         if (
             parts.scheme not in ("http", "https")
@@ -141,6 +158,9 @@ class EtcdStore:
         self.request_timeout = request_timeout
         self._host, self._port, self._scheme = parts.hostname, port, parts.scheme
         self._tls = (ca_cert, client_cert, client_key)
+        self._credentials = None if username is None else (username, password or "")
+        self._auth_lock = threading.Lock()
+        self._auth_token: str | None = None
         self._session = self._new_session(pool=_POOL)
         self._client = self._new_client(self._session, api_path=None)
         self._count_lock = threading.Lock()
@@ -152,14 +172,14 @@ class EtcdStore:
     def _new_session(self, pool: int, read_timeout: float | None = None) -> requests.Session:
         session = requests.Session()
         read = self.request_timeout if read_timeout is None else read_timeout
-        adapter = _BoundedAdapter((self.request_timeout, read), pool)
+        ca_cert, client_cert, client_key = self._tls
+        adapter = _BoundedAdapter((self.request_timeout, read), pool, ca_cert)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
-        ca_cert, client_cert, client_key = self._tls
-        if ca_cert is not None:
-            session.verify = ca_cert
         if client_cert is not None and client_key is not None:
             session.cert = (client_cert, client_key)
+        if self._auth_token is not None:
+            session.headers["Authorization"] = self._auth_token
         return session
 
     def _new_client(self, session: requests.Session, api_path: str | None) -> etcd3gw.Etcd3Client:
@@ -191,12 +211,46 @@ class EtcdStore:
                 f"etcd at {self.endpoint}: {what} {key!r}: unexpected reply: {err}"
             ) from err
 
+    def _authenticate(self, stale: str | None) -> None:
+        """Get a token (``/v3/auth/authenticate``) unless another thread replaced ``stale``."""
+        assert self._credentials is not None
+        name, password = self._credentials
+        with self._auth_lock:
+            if self._auth_token is not None and self._auth_token != stale:
+                return
+            self._auth_token = None  # a fresh session without the stale header asks
+            with (
+                self._talking("authenticate as", name),
+                contextlib.closing(self._new_session(pool=1)) as session,
+            ):
+                client = self._new_client(session, api_path=self._client.api_path)
+                reply: Any = client.post(
+                    client.get_url("/auth/authenticate"), json={"name": name, "password": password}
+                )
+                self._auth_token = _Token.model_validate(reply).token
+            self._session.headers["Authorization"] = self._auth_token
+
+    def _request(self, what: str, key: str, path: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` to ``/v3/<path>``; authenticate first or again if etcd asks."""
+        for attempt in (1, 2):
+            token = self._auth_token
+            if self._credentials is not None and token is None:
+                self._authenticate(None)
+                token = self._auth_token
+            try:
+                with self._talking(what, key):
+                    return self._client.post(self._client.get_url(path), json=body)
+            except RendezvousConnectionError as err:
+                expired = _INVALID_TOKEN in str(err) and self._credentials is not None
+                if not expired or attempt == 2:
+                    raise
+                self._authenticate(token)
+        raise AssertionError("unreachable")
+
     def _range(self, key: str) -> _Range:
         full = self.prefix + key
+        reply = self._request("read", full, "/kv/range", {"key": _b64(full.encode())})
         with self._talking("read", full):
-            reply: Any = self._client.post(
-                self._client.get_url("/kv/range"), json={"key": _b64(full.encode())}
-            )
             return _Range.model_validate(reply)
 
     # ------------------------------------------------------------------ the store protocol
@@ -218,8 +272,9 @@ class EtcdStore:
             "success": [{"request_put": {"key": k, "value": _b64(value)}}],
             "failure": [{"request_range": {"key": k}}],
         }
+        raw = self._request("compare-and-set", full, "/kv/txn", txn)
         with self._talking("compare-and-set", full):
-            reply = _Txn.model_validate(self._client.transaction(txn))
+            reply = _Txn.model_validate(raw)
         if reply.succeeded:  # the txn's revision is the key's new mod_revision
             with self._count_lock:
                 self.cas_won += 1

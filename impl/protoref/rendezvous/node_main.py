@@ -10,16 +10,20 @@ Each ``next_rendezvous`` result is printed as one JSON line on stdout (``node``,
 error prints ``{"error": <type>, "message": ...}`` and exits 1; bad arguments exit 2.
 
 Stores: ``etcd://host:port[/prefix]`` (``etcds://`` for TLS, with ``--etcd-ca-cert``,
-``--etcd-cert``, ``--etcd-key``) and ``file:DIR``. The in-memory store cannot span processes.
+``--etcd-cert``, ``--etcd-key``; ``--etcd-user`` with the password in ``$PROTOREF_ETCD_PASSWORD``,
+never on the command line where ``ps`` shows it) and ``file:DIR``. The in-memory store cannot
+span processes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 from urllib.parse import urlsplit
 
 from protoref.rendezvous.errors import RendezvousError
@@ -28,7 +32,9 @@ from protoref.rendezvous.handler import DynamicRendezvousHandler, new_node_desc
 from protoref.rendezvous.state import RendezvousSettings
 from protoref.rendezvous.store import FileStore, RendezvousStore
 
-__all__ = ["main", "store_from_url"]
+__all__ = ["PASSWORD_ENV", "main", "store_from_url"]
+
+PASSWORD_ENV: Final = "PROTOREF_ETCD_PASSWORD"
 
 
 def store_from_url(
@@ -38,6 +44,8 @@ def store_from_url(
     ca_cert: str | None = None,
     client_cert: str | None = None,
     client_key: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
 ) -> RendezvousStore:
     """``etcd://host:port[/prefix]``, ``etcds://...`` (TLS) or ``file:DIR`` -> a store.
 
@@ -63,6 +71,8 @@ def store_from_url(
         ca_cert=ca_cert,
         client_cert=client_cert,
         client_key=client_key,
+        username=username,
+        password=password,
     )
 
 
@@ -84,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd-ca-cert", default=None, help="etcds: CA bundle")
     p.add_argument("--etcd-cert", default=None, help="etcds: client certificate (mutual TLS)")
     p.add_argument("--etcd-key", default=None, help="etcds: client key (mutual TLS)")
+    p.add_argument("--etcd-user", default=None, help=f"etcd user (password: ${PASSWORD_ENV})")
     p.add_argument("--close", action="store_true", help="close the rendezvous when done")
     return p
 
@@ -126,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
     settings = _settings(p, args)
+    if args.etcd_user is not None and PASSWORD_ENV not in os.environ:
+        p.error(f"--etcd-user needs the password in ${PASSWORD_ENV}")
     try:
         store = store_from_url(
             args.store,
@@ -133,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ca_cert=args.etcd_ca_cert,
             client_cert=args.etcd_cert,
             client_key=args.etcd_key,
+            username=args.etcd_user,
+            password=None if args.etcd_user is None else os.environ.get(PASSWORD_ENV),
         )
     except ValueError as err:
         p.error(str(err))
