@@ -23,6 +23,7 @@ from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tracecheck.artifacts import keep_campaign, keep_failures
 from tracecheck.bench import (
     TV_END,
     TV_START,
@@ -128,6 +129,12 @@ def _add_tlc(sub: Any) -> None:
     tlc.set_defaults(func=_cmd_tlc)
 
 
+_ARTIFACTS_HELP = (
+    "where a failure leaves its traces, generated modules and report "
+    "(default: $TRACECHECK_ARTIFACTS or artifacts/tracecheck)"
+)
+
+
 def _add_validate(sub: Any) -> None:
     validate = sub.add_parser(
         "validate", help="check implementation traces against their protocol's spec with TLC"
@@ -147,6 +154,7 @@ def _add_validate(sub: Any) -> None:
         help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
     )
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.add_argument("--artifacts", type=Path, help=_ARTIFACTS_HELP)
     validate.set_defaults(func=_cmd_validate)
 
 
@@ -166,6 +174,7 @@ def _add_campaign(sub: Any) -> None:
         help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
     )
     campaign.add_argument("--json", action="store_true")
+    campaign.add_argument("--artifacts", type=Path, help=_ARTIFACTS_HELP)
     campaign.set_defaults(func=_cmd_campaign)
 
 
@@ -331,12 +340,22 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     report = validate_traces(traces, mapping, args.spec_root, explain=not args.no_explain)
     coverage = action_coverage(report, mapping, args.spec_root)
     witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
+    kept = keep_failures(
+        traces,
+        report,
+        mapping,
+        args.spec_root,
+        witness=witness,
+        coverage=coverage,
+        root=args.artifacts,
+    )
     if args.json:
-        print(json.dumps(_with_coverage(report, coverage, witness), indent=2))
+        print(json.dumps(_with_coverage(report, coverage, witness, kept), indent=2))
     else:
         print_report(console, report, coverage)
         if witness is not None:
             print_witness(console, witness)
+        _print_kept(console, kept)
     return 0 if report.all_accepted and (witness is None or witness.all_clean) else 1
 
 
@@ -357,8 +376,9 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
     )
     witness = result.invariants
     coverage = action_coverage(result.report, load_mapping(args.protocol), args.spec_root)
+    kept = keep_campaign(result, args.spec_root, root=args.artifacts)
     if args.json:
-        print(json.dumps(_with_coverage(result, coverage), indent=2))
+        print(json.dumps(_with_coverage(result, coverage, kept=kept), indent=2))
     else:
         print_report(console, result.report, coverage)
         if witness is not None:
@@ -372,17 +392,28 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
             )
             + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
         )
+        _print_kept(console, kept)
     return 0 if result.report.all_accepted and (witness is None or witness.all_clean) else 1
 
 
+def _print_kept(console: Console, kept: Path | None) -> None:
+    if kept is not None:
+        console.print(f"[red]the failing traces, generated modules and report are in {kept}[/]")
+
+
 def _with_coverage(
-    result: BaseModel, coverage: CoverageSummary, witness: WitnessReport | None = None
+    result: BaseModel,
+    coverage: CoverageSummary,
+    witness: WitnessReport | None = None,
+    kept: Path | None = None,
 ) -> dict[str, Any]:
     """The result as JSON with every spec action's coverage (or the reason it has none) and,
     when checked, the invariants on the accepted behaviours."""
     extra: dict[str, Any] = {"action_coverage": coverage.model_dump(mode="json")}
     if witness is not None:
         extra["invariants"] = witness.model_dump(mode="json")
+    if kept is not None:
+        extra["artifacts"] = str(kept)
     return result.model_dump(mode="json") | extra
 
 

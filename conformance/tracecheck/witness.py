@@ -44,7 +44,13 @@ from tracecheck.results import TLCResult, Verdict
 from tracecheck.tlavalue import TLAValue, format_value
 from tracecheck.tlc import TLCOptions
 from tracecheck.traces import Trace
-from tracecheck.tracespec import TRACE_MODULE, constants_for, printed_values, render_batch
+from tracecheck.tracespec import (
+    TRACE_MODULE,
+    RenderedBatch,
+    constants_for,
+    printed_values,
+    render_batch,
+)
 from tracecheck.validate import (
     CheckerError,
     ValidationReport,
@@ -61,6 +67,7 @@ __all__ = [
     "check_invariants",
     "print_witness",
     "protocol_invariants",
+    "witness_files",
 ]
 
 WITNESS_MODULE = "TraceWitness"
@@ -228,6 +235,14 @@ def _witness_module(invariants: Sequence[str], constraints: Sequence[str], vars_
     )
 
 
+def witness_files(
+    rendered: RenderedBatch, invariants: Sequence[str], mapping: ProtocolMap
+) -> tuple[str, str]:
+    """The generated ``TraceWitness`` module and its cfg for a rendered batch."""
+    cfg, constraints = _witness_cfg(rendered.cfg)
+    return _witness_module(invariants, constraints, mapping.vars), cfg
+
+
 def _var_names(library: Sequence[Path], mapping: ProtocolMap) -> list[str] | None:
     """The names in the spec's ``vars == <<...>>``, to label the printed states."""
     # The spec module first, then the modules beside it (``vars`` may come from one it EXTENDS).
@@ -330,12 +345,12 @@ def check_invariants(
     distinct = 0
     for batch in groups.values():
         rendered = render_batch(batch, mapping)
-        cfg, constraints = _witness_cfg(rendered.cfg)
+        module, cfg = witness_files(rendered, names, mapping)
         result = run_rendered(
             dataclasses.replace(rendered, cfg=cfg),
             library,
             options,
-            extra={WITNESS_MODULE: _witness_module(names, constraints, mapping.vars)},
+            extra={WITNESS_MODULE: module},
             root=WITNESS_MODULE,
         )
         if result.verdict is not Verdict.SUCCESS:

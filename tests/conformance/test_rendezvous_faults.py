@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from protoref.rendezvous.faults import CONFIG, FAULTS, Fault, run_with_fault
+from tracecheck.artifacts import failure_note
 from tracecheck.explain import Explanation
 from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.traces import load_trace
@@ -153,7 +154,8 @@ def test_correct_runs_are_accepted(checked: tuple[dict[str, Path], ValidationRep
     verdicts = {v.source: v for v in report.verdicts}
     for name, path in paths.items():
         if name.startswith("correct-"):
-            assert verdicts[str(path)].accepted, verdicts[str(path)].rejection
+            note = failure_note([load_trace(path)], report, RENDEZVOUS, SPEC_ROOT)
+            assert verdicts[str(path)].accepted, note
 
 
 #: fault -> a phrase the explanation of its rejection must contain.

@@ -27,6 +27,7 @@ from protoref.rref.machine import step as correct_step
 from protoref.rref.simulator import Simulator
 from protoref.rref.state import RRefContext
 from protoref.tracing import JsonlSink
+from tracecheck.artifacts import failure_note
 from tracecheck.explain import Explanation
 from tracecheck.jsonvalue import from_json
 from tracecheck.protocols.rref import RREF
@@ -203,7 +204,8 @@ def test_planted_bug_is_rejected_where_it_first_shows(fault: Fault, caught: Caug
     seed, where = SEEDS[fault]
     assert caught.symptoms[fault] == where, f"seed {seed} no longer shows {fault.value}"
     assert caught.clean_symptoms[fault] is None
-    assert caught.clean(fault).accepted, caught.clean(fault).rejection
+    clean = [load_trace(Path(caught.clean(fault).source))]
+    assert caught.clean(fault).accepted, failure_note(clean, caught.report, RREF, SPEC_ROOT)
 
     verdict = caught.verdict(fault)
     assert not verdict.accepted

@@ -1,0 +1,189 @@
+"""What a failed check leaves behind: the traces, the generated modules and the report.
+
+A rejection in CI must be reproducible from the CI output alone, so every failing validation
+(a rejected trace, or an accepted one that breaks a spec invariant) writes one folder:
+
+- the failing traces, byte for byte when they came from files;
+- the generated ``TraceData.tla``, ``TraceSpec.tla`` and ``TraceSpec.cfg`` for exactly those
+  traces (``tracecheck tlc TraceSpec.tla --no-deadlock --library SPEC/<protocol>`` replays
+  them, see ``rerun.txt``), and ``TraceWitness.tla``/``.cfg`` when an invariant broke;
+- ``report.txt`` (the readable report) and ``report.json``.
+
+The folder is ``artifacts/tracecheck/<UTC time>-<protocol>`` under the working directory, or
+under ``$TRACECHECK_ARTIFACTS`` when that is set; the CLI and the test failure messages print
+it. An all-accepted run writes nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from tracecheck.campaign import CampaignResult
+from tracecheck.coverage import CoverageSummary
+from tracecheck.mapping import ProtocolMap
+from tracecheck.protocols import load_mapping
+from tracecheck.report import print_report
+from tracecheck.traces import Trace, load_trace
+from tracecheck.tracespec import DATA_MODULE, TRACE_MODULE, render_batch
+from tracecheck.validate import ValidationReport
+from tracecheck.witness import (
+    WITNESS_MODULE,
+    WitnessReport,
+    print_witness,
+    witness_files,
+)
+
+__all__ = [
+    "ARTIFACTS_ENV",
+    "DEFAULT_ROOT",
+    "artifacts_root",
+    "campaign_failure_note",
+    "failure_note",
+    "keep_campaign",
+    "keep_failures",
+]
+
+#: The environment variable that moves the artefacts (CI sets it to its upload folder).
+ARTIFACTS_ENV = "TRACECHECK_ARTIFACTS"
+DEFAULT_ROOT = Path("artifacts") / "tracecheck"
+
+
+def artifacts_root(override: Path | None = None) -> Path:
+    """Where failure folders go: ``override``, else ``$TRACECHECK_ARTIFACTS``, else
+    ``artifacts/tracecheck`` in the working directory."""
+    if override is not None:
+        return override
+    env = os.environ.get(ARTIFACTS_ENV)
+    return Path(env) if env else DEFAULT_ROOT
+
+
+def _new_folder(root: Path, protocol: str) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    root.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1000):
+        folder = (
+            root / f"{stamp}-{protocol}" if not attempt else root / f"{stamp}-{protocol}-{attempt}"
+        )
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise FileExistsError(f"no free artefact folder under {root}")
+
+
+def _write_trace(trace: Trace, folder: Path, taken: set[str]) -> str:
+    name = Path(trace.source).name or "trace.ndjson"
+    if name in taken:
+        name = f"{len(taken) + 1}-{name}"
+    taken.add(name)
+    source = Path(trace.source)
+    if source.is_file():
+        shutil.copyfile(source, folder / name)
+    else:  # merged or built in memory: write the trace as the checker read it
+        rows = [trace.header.model_dump(mode="json")]
+        rows += [e.model_dump(mode="json") for e in trace.events]
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return name
+
+
+def _report_text(
+    report: ValidationReport, coverage: CoverageSummary | None, witness: WitnessReport | None
+) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=120, highlight=False, soft_wrap=True, color_system=None)
+    print_report(console, report, coverage)
+    if witness is not None:
+        print_witness(console, witness)
+    return buffer.getvalue()
+
+
+def keep_failures(
+    traces: Sequence[Trace],
+    report: ValidationReport,
+    mapping: ProtocolMap,
+    spec_root: Path,
+    *,
+    witness: WitnessReport | None = None,
+    coverage: CoverageSummary | None = None,
+    root: Path | None = None,
+) -> Path | None:
+    """Write the failing traces, their generated modules and the report to a new folder and
+    return it; ``None`` (and nothing written) when every trace passed."""
+    sources = {v.source for v in report.verdicts if not v.accepted}
+    if witness is not None:
+        sources |= {v.source for v in witness.verdicts if not v.clean}
+    failing = [t for t in traces if t.source in sources]
+    if not failing:
+        return None
+    folder = _new_folder(artifacts_root(root), mapping.protocol)
+    taken: set[str] = set()
+    names = [_write_trace(t, folder, taken) for t in failing]
+    rendered = render_batch(failing, mapping)
+    (folder / f"{DATA_MODULE}.tla").write_text(rendered.data_module, encoding="utf-8")
+    (folder / f"{TRACE_MODULE}.tla").write_text(rendered.trace_module, encoding="utf-8")
+    (folder / f"{TRACE_MODULE}.cfg").write_text(rendered.cfg, encoding="utf-8")
+    if witness is not None and not witness.all_clean:
+        module, cfg = witness_files(rendered, witness.invariants, mapping)
+        (folder / f"{WITNESS_MODULE}.tla").write_text(module, encoding="utf-8")
+        (folder / f"{WITNESS_MODULE}.cfg").write_text(cfg, encoding="utf-8")
+    (folder / "report.txt").write_text(_report_text(report, coverage, witness), encoding="utf-8")
+    payload = {"report": report.model_dump(mode="json"), "traces": names}
+    if witness is not None:
+        payload["invariants"] = witness.model_dump(mode="json")
+    (folder / "report.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    library = " ".join(f"--library {spec_root / d}" for d in (mapping.protocol, "common"))
+    (folder / "rerun.txt").write_text(
+        "Replay the failing traces (the furthest cursor per trace is printed as tv_max):\n"
+        f"  tracecheck tlc {TRACE_MODULE}.tla --no-deadlock {library}\n",
+        encoding="utf-8",
+    )
+    return folder
+
+
+def keep_campaign(
+    result: CampaignResult, spec_root: Path, *, root: Path | None = None
+) -> Path | None:
+    """:func:`keep_failures` for a campaign (its failing traces are still in its folder)."""
+    witness = result.invariants
+    sources = {v.source for v in result.report.verdicts if not v.accepted}
+    if witness is not None:
+        sources |= {v.source for v in witness.verdicts if not v.clean}
+    traces = [load_trace(Path(s)) for s in sorted(sources)]
+    mapping = load_mapping(result.protocol)
+    return keep_failures(traces, result.report, mapping, spec_root, witness=witness, root=root)
+
+
+def _rejections(report: ValidationReport, sources: set[str] | None = None) -> str:
+    return "; ".join(
+        f"{v.source}: event {v.rejection.index} ({v.rejection.event.event})"
+        for v in report.verdicts
+        if v.rejection is not None and (sources is None or v.source in sources)
+    )
+
+
+def failure_note(
+    traces: Sequence[Trace], report: ValidationReport, mapping: ProtocolMap, spec_root: Path
+) -> str:
+    """A test's assert message for traces that should have passed: what failed, and the
+    folder its artefacts were just written to (only evaluated when the assert fails)."""
+    kept = keep_failures(traces, report, mapping, spec_root)
+    sources = {t.source for t in traces}
+    return f"rejected {_rejections(report, sources)}; traces, modules and report in {kept}"
+
+
+def campaign_failure_note(result: CampaignResult, spec_root: Path) -> str:
+    """:func:`failure_note` for a campaign."""
+    kept = keep_campaign(result, spec_root)
+    return (
+        f"rejected seeds {result.rejected_seeds} ({_rejections(result.report)}); "
+        f"traces, modules and report in {kept}"
+    )

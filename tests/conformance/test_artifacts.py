@@ -1,0 +1,111 @@
+"""A failed check leaves the traces, the generated modules and the report where it says."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header
+from tracecheck.artifacts import ARTIFACTS_ENV, failure_note
+from tracecheck.cli import main
+from tracecheck.tlc import TLCOptions, run_tlc
+from tracecheck.traces import load_trace
+from tracecheck.validate import furthest_cursors, validate_traces
+
+LEDGER_ARGS = ["--mapping", "support.ledger:LEDGER", "--spec-root", str(SPEC_ROOT)]
+AUDIT_ARGS = ["--mapping", "support.ledger_audit:LEDGER_AUDIT", "--spec-root", str(SPEC_ROOT)]
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _printed_folder(out: str) -> Path:
+    found = re.search(r"generated modules and report are in (\S+)", out)
+    assert found, out
+    return Path(found[1])
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "artifacts"
+    monkeypatch.setenv(ARTIFACTS_ENV, str(folder))
+    return folder
+
+
+def test_a_rejected_trace_leaves_trace_modules_and_report_at_the_printed_path(
+    tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = _write(tmp_path / "good.ndjson", [header(), *GOOD])
+    bad = _write(tmp_path / "bad.ndjson", [header(), GOOD[0], event("Receive", "b", 1, 2, a=2)])
+    assert main(["validate", str(good), str(bad), *LEDGER_ARGS]) == 1
+    folder = _printed_folder(capsys.readouterr().out)
+    assert folder.parent == root
+    names = {p.name for p in folder.iterdir()}
+    assert names == {
+        "bad.ndjson",  # only the rejected trace, byte for byte
+        "TraceData.tla",
+        "TraceSpec.tla",
+        "TraceSpec.cfg",
+        "report.txt",
+        "report.json",
+        "rerun.txt",
+    }
+    assert (folder / "bad.ndjson").read_bytes() == bad.read_bytes()
+    assert "event 2 (line 3) Receive by b has no spec step" in (folder / "report.txt").read_text()
+    report = json.loads((folder / "report.json").read_text())
+    assert [v["accepted"] for v in report["report"]["verdicts"]] == [True, False]
+    # The kept modules replay the rejection on their own: the furthest cursor is event 2.
+    result = run_tlc(
+        folder / "TraceSpec.tla",
+        folder / "TraceSpec.cfg",
+        TLCOptions(check_deadlock=False, library=(SPEC_ROOT / "ledger",)),
+    )
+    assert furthest_cursors(result, 1) == [2]
+
+
+def test_an_accepted_run_leaves_nothing(
+    tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = _write(tmp_path / "good.ndjson", [header(), *GOOD])
+    assert main(["validate", str(good), *LEDGER_ARGS]) == 0
+    assert "generated modules and report are in" not in capsys.readouterr().out
+    assert not root.exists()
+
+
+def test_an_invariant_breach_also_leaves_the_witness_module(
+    tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = _write(tmp_path / "good.ndjson", [header(), *GOOD])
+    assert main(["validate", str(good), "--invariants", "--json", *AUDIT_ARGS]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    folder = Path(printed["artifacts"])
+    assert folder.parent == root
+    names = {p.name for p in folder.iterdir()}
+    assert {"good.ndjson", "TraceSpec.tla", "TraceWitness.tla", "TraceWitness.cfg"} <= names
+    assert "SingleHolderInv false after event 3" in (folder / "report.txt").read_text()
+
+
+def test_the_option_overrides_the_environment(
+    tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _write(tmp_path / "bad.ndjson", [header(), event("Receive", "b", 1, 2, a=2)])
+    chosen = tmp_path / "chosen"
+    args = ["validate", str(bad), "--no-explain", "--artifacts", str(chosen), *LEDGER_ARGS]
+    assert main(args) == 1
+    assert _printed_folder(capsys.readouterr().out).parent == chosen
+    assert not root.exists()
+
+
+def test_the_failure_note_of_a_test_points_at_the_artefacts(tmp_path: Path, root: Path) -> None:
+    bad = load_trace(_write(tmp_path / "bad.ndjson", [header(), GOOD[0], GOOD[2]]))
+    report = validate_traces([bad], LEDGER, SPEC_ROOT, explain=False)
+    note = failure_note([bad], report, LEDGER, SPEC_ROOT)
+    assert f"{bad.source}: event 2 (Receive)" in note
+    folder = Path(note.rsplit(" in ", 1)[1])
+    assert folder.parent == root
+    assert {"bad.ndjson", "TraceSpec.tla", "report.txt"} <= {p.name for p in folder.iterdir()}
