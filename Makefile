@@ -24,8 +24,8 @@ setup: $(STAMP) ## create .venv and install the project with its test tools (ide
 .PHONY: check
 check: setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
 	$(TRACECHECK) check
-	$(TRACECHECK) campaign rref --runs 20 --seed 1
-	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150
+	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
+	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
 
 .PHONY: test
 test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
