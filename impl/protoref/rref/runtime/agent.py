@@ -21,7 +21,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,7 +40,7 @@ from protoref.rref.runtime.errors import (
     RPCTimeoutError,
 )
 from protoref.rref.runtime.handle import RRef, WorkerInfo
-from protoref.rref.runtime.node import Node
+from protoref.rref.runtime.node import Node, post
 from protoref.rref.runtime.transport import Link, Transport
 from protoref.rref.runtime.udf import qualified_name
 from protoref.rref.runtime.wire import DEFAULT_MAX_FRAME_BYTES
@@ -93,6 +93,8 @@ class RpcFuture(cf.Future[T]):
     def wait(self, timeout: float | None = None) -> T:
         try:
             return self.result(timeout)
+        except RPCTimeoutError:
+            raise  # the call's own timeout fired (cf.TimeoutError is TimeoutError: 3.11)
         except cf.TimeoutError as err:
             raise RPCTimeoutError(f"no result within {timeout} s") from err
 
@@ -155,6 +157,17 @@ class Agent:
 
     def _bind_thread(self) -> None:
         _local.agent = self
+
+    @contextlib.contextmanager
+    def use(self) -> Iterator[Agent]:
+        """Make this worker the calling thread's for the module-level API (several workers in
+        one process: each thread acts for one of them)."""
+        before = getattr(_local, "agent", None)
+        _local.agent = self
+        try:
+            yield self
+        finally:
+            _local.agent = before
 
     def start(self) -> None:
         self.thread.start()
@@ -312,7 +325,7 @@ class Agent:
     def _run_udf(self, fn: Callable[[], Any]) -> cf.Future[Any]:
         self.udfs_running += 1
         future = self.executor.submit(fn)
-        future.add_done_callback(lambda _f: self.loop.call_soon_threadsafe(self._udf_done))
+        future.add_done_callback(lambda _f: post(self.loop, self._udf_done))
         return future
 
     def _udf_done(self) -> None:
@@ -435,6 +448,8 @@ class Agent:
         self.in_loop(run)
         try:
             return future.result(limit if limit > 0 else None)
+        except RPCTimeoutError:
+            raise
         except cf.TimeoutError as err:
             raise RPCTimeoutError(
                 f"to_here of {f} (owner {owner[0]}) timed out after {limit} s"

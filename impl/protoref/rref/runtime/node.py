@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from protoref.rref.machine import Step
 from protoref.rref.machine import step as core_step
 from protoref.rref.runtime import frames as fr
 from protoref.rref.runtime.codec import Codec, decode_value, encode_value
-from protoref.rref.runtime.errors import FrameError, RemoteError
+from protoref.rref.runtime.errors import CodecError, FrameError, RemoteError
 from protoref.rref.runtime.handle import RRef
 from protoref.rref.runtime.udf import resolve
 from protoref.rref.state import RRefContext
@@ -42,6 +43,13 @@ Gid = GloballyUniqueId
 log = logging.getLogger("protoref.rref.runtime")
 #: How many rejected frames / protocol errors a node keeps for inspection.
 KEEP_ERRORS = 256
+
+
+def post(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
+    """Hand a callback to the worker's loop from any thread; a loop already closed (the worker
+    shut down while a UDF was still running) has nobody left to tell."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn, *args)
 
 
 def _error_result(exc: BaseException) -> fr.Result:
@@ -153,7 +161,7 @@ class Node:
             result = self._result_of(done, m.dst, allow_rrefs=False)
             self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
 
-        box.add_done_callback(lambda done: loop.call_soon_threadsafe(ready, done))
+        box.add_done_callback(lambda done: post(loop, ready, done))
 
     def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
         self.take(self.me, m, stamp, call, None)
@@ -161,18 +169,27 @@ class Node:
     # ------------------------------------------------------------------ encoding RRefs
 
     def encode(self, value: Any, dst: WorkerId, path: str) -> tuple[Any, tuple[ev.PythonCall, ...]]:
-        """Encode a payload for ``dst``; its RRefs are forked (``PrepareChildFork``) after the
-        whole value encoded and every fork was dry-run on a copy of the state, so a refused
-        payload leaves no pending child behind."""
+        (data,), forks = self.encode_parts([(value, path)], dst)
+        return data, forks
+
+    def encode_parts(
+        self, parts: Sequence[tuple[Any, str]], dst: WorkerId
+    ) -> tuple[list[Any], tuple[ev.PythonCall, ...]]:
+        """Encode payload parts for ``dst``; their RRefs are forked (``PrepareChildFork``) only
+        after every part encoded and every fork was dry-run on a copy of the state, so a
+        refused payload leaves no pending child behind."""
         found: list[RRef[Any]] = []
 
         def on_rref(h: Any) -> int:
+            if h._agent is not self.agent:
+                raise CodecError(f"{h!r} belongs to worker {h._agent.name}, not {self.me}")
             found.append(h)
             return len(found) - 1
 
-        data = encode_value(
-            value, self.codecs, on_rref, path=path, is_rref=lambda v: isinstance(v, RRef)
-        )
+        datas = [
+            encode_value(v, self.codecs, on_rref, path=p, is_rref=lambda x: isinstance(x, RRef))
+            for v, p in parts
+        ]
         inputs = [
             ev.PrepareChildFork(dst=dst, r=h.rref_id, parent=h.fork_id or h.rref_id) for h in found
         ]
@@ -183,7 +200,7 @@ class Node:
         for inp in inputs:
             sent = self.apply(inp, send=False).sent
             forks += [m for m in sent if isinstance(m, ev.PythonCall)]
-        return data, tuple(forks)
+        return datas, tuple(forks)
 
     def decode(self, data: Any, forks: Sequence[ev.PythonCall], stamp: int, path: str) -> Any:
         handles = [self.unpickle(m, stamp) for m in forks]
@@ -198,9 +215,8 @@ class Node:
     def encode_call(
         self, fn: str, args: Sequence[Any], kwargs: dict[str, Any], dst: WorkerId
     ) -> fr.CallBody:
-        data, forks = self.encode([list(args), dict(kwargs)], dst, "args")
-        assert isinstance(data, list)
-        return fr.CallBody(fn=fn, args=data[0], kwargs=data[1], forks=forks)
+        (a, k), forks = self.encode_parts([(list(args), "args"), (dict(kwargs), "kwargs")], dst)
+        return fr.CallBody(fn=fn, args=a, kwargs=k, forks=forks)
 
     def unpickle(self, m: ev.PythonCall, stamp: int) -> RRef[Any]:
         """``GetOrCreateRRef``: an RRef received in a call or reply becomes a handle here."""
@@ -327,7 +343,7 @@ class Node:
             udf.set_exception(err)
         else:
             udf = self.run_udf(lambda: fn(*args, **kwargs))
-        udf.add_done_callback(lambda d: loop.call_soon_threadsafe(self._remote_done, m, stamp, d))
+        udf.add_done_callback(lambda d: post(loop, self._remote_done, m, stamp, d))
 
     def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
         box = self.boxes.get(m.rref)
@@ -362,7 +378,7 @@ class Node:
                 peer, fr.UserReply, stamp=self.clock.lamport, call_id=frame.call_id, result=result
             )
 
-        udf.add_done_callback(lambda d: loop.call_soon_threadsafe(reply, d))
+        udf.add_done_callback(lambda d: post(loop, reply, d))
 
     def _refetch(self, peer: WorkerId, frame: fr.Refetch) -> None:
         r = Gid(*frame.rref)
@@ -378,7 +394,7 @@ class Node:
         if box is None:
             box = cf.Future()
             box.set_exception(RemoteError("RPCError", f"{self.me} holds no OwnerRRef {r}"))
-        box.add_done_callback(lambda d: loop.call_soon_threadsafe(reply, d))
+        box.add_done_callback(lambda d: post(loop, reply, d))
 
     # ------------------------------------------------------------------ retries
 

@@ -1,0 +1,159 @@
+"""The torch-shaped API with three workers in one process (each on its own loop thread)."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protoref import rpc
+from protoref.errors import ProtocolError
+from protoref.rref.runtime import udfs
+from protoref.rref.runtime.errors import CodecError, UnresolvableFunctionError
+from support.rref_runtime import eventually, stop_world, world
+from tracecheck.protocols.rref import RREF
+from tracecheck.traces import load_trace, merge_traces
+from tracecheck.validate import validate_traces
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+class Box:
+    def __init__(self, items: list[int]) -> None:
+        self.items = items
+
+
+class BoxCodec:
+    name = "box"
+
+    def handles(self, value: object) -> bool:
+        return isinstance(value, Box)
+
+    def encode(self, value: Any) -> Any:
+        return value.items
+
+    def decode(self, data: Any) -> Any:
+        return Box(data)
+
+
+def test_remote_rpc_and_rref_methods_in_one_process() -> None:
+    with world(3) as (w0, w1, _w2), w0.use():
+        rref = rpc.remote("w1", udfs.add, (2, 3))
+        assert rref.to_here() == 5
+        assert rref.to_here(timeout=30) == 5  # a second fetch: allowed, as in torch
+        assert not rref.is_owner()
+        assert rref.owner() == rpc.WorkerInfo("w1", 1)
+        assert rref.owner_name() == "w1"
+        eventually(rref.confirmed_by_owner, "REMOTE_RET confirms the creator")
+        with pytest.raises(RuntimeError, match="local_value"):
+            rref.local_value()
+        assert rpc.rpc_sync("w2", udfs.add, kwargs={"a": 1, "b": 2}) == 3
+        assert rpc.rpc_async("w1", udfs.echo, ((1, "x"),)).wait() == (1, "x")
+        assert rpc.rpc_sync("w0", udfs.add, (4, 4)) == 8  # a call to oneself
+        local = rpc.RRef([1, 2])
+        assert local.is_owner()
+        assert local.confirmed_by_owner()
+        assert local.local_value() == [1, 2]
+        assert local.to_here() == [1, 2]
+        assert rpc.rpc_sync("w2", udfs.fetch, (local,)) == [1, 2]  # owner -> user
+        assert rpc.rpc_sync("w2", udfs.fetch, (rref,)) == 5  # user -> user (fork request)
+        returned = rpc.rpc_sync("w2", udfs.make_rref, ({"k": 1},))  # an RRef as result
+        assert returned.owner_name() == "w2"
+        assert returned.to_here() == {"k": 1}
+        mine = rpc.remote("w0", udfs.add, (1, 1))  # self remote: an OwnerRRef
+        assert mine.is_owner()
+        assert mine.local_value() == 2
+        with pytest.raises(rpc.RemoteError, match="ValueError: boom"):
+            rpc.remote("w1", udfs.fail, ("boom",)).to_here()
+        with pytest.raises(rpc.RemoteError, match="ValueError: again"):
+            rpc.rpc_sync("w1", udfs.fail, ("again",))
+        assert w1.name == "w1"
+
+
+def test_bad_calls_are_refused_before_anything_is_sent() -> None:
+    with world(2) as (w0, _w1), w0.use():
+        rref = rpc.remote("w1", udfs.add, (1, 1))
+        rref.to_here()
+        before = w0.node.ctx
+        with pytest.raises(UnresolvableFunctionError, match="lambdas"):
+            rpc.rpc_sync("w1", lambda: 1)
+        with pytest.raises(CodecError, match=r"args\[1\]: a Box is not JSON-able"):
+            rpc.rpc_sync("w1", udfs.echo, (rref, Box([1])))
+        with pytest.raises(rpc.RPCError, match="unknown worker 'w7'"):
+            rpc.rpc_sync("w7", udfs.add, (1, 2))
+        with pytest.raises(ProtocolError, match="Links has no self pair"):
+            rpc.rpc_sync("w0", udfs.take, (rref,))  # sharing with oneself: outside the spec
+        assert w0.node.ctx == before  # no fork was prepared for a refused payload
+
+
+def test_non_json_values_travel_through_an_explicit_codec() -> None:
+    with world(2, codecs=(BoxCodec(),)) as (w0, _w1), w0.use():
+        got = rpc.rpc_sync("w1", udfs.echo, (Box([1, 2]),))
+        assert isinstance(got, Box)
+        assert got.items == [1, 2]
+
+
+def test_a_call_that_outlives_its_timeout_fails_with_a_typed_error() -> None:
+    with world(2) as (w0, _w1), w0.use():
+        with pytest.raises(rpc.RPCTimeoutError, match="timed out"):
+            rpc.rpc_sync("w1", udfs.gate, (1,), timeout=0.05)
+        rpc.rpc_sync("w1", udfs.open_gate)
+        assert rpc.rpc_sync("w1", udfs.add, (1, 2)) == 3  # the late reply is dropped
+
+
+def test_dropping_the_last_reference_deletes_the_fork_on_the_owner() -> None:
+    with world(2) as (w0, w1), w0.use():
+        rref = rpc.remote("w1", udfs.add, (1, 2))
+        assert rref.to_here() == 3
+        r, f = rref.rref_id, rref.fork_id
+        assert (r, f) in w1.node.ctx.forks
+        alias = rref
+        del rref
+        gc.collect()
+        assert f in w0.node.ctx.held  # another Python reference still holds it
+        del alias  # the last one: weakref.finalize -> DropRRef -> DelUser (G1)
+        eventually(lambda: f in w0.node.ctx.deleted, "DelUser on w0")
+        eventually(lambda: not w1.node.ctx.forks and not w1.node.ctx.owners, "owner emptied")
+        assert (r, f) in w1.node.ctx.tombstones
+
+
+def test_a_shared_rref_is_deleted_everywhere_once_every_holder_dropped_it() -> None:
+    with world(3) as (w0, w1, w2), w0.use():
+        rref = rpc.remote("w1", udfs.add, (1, 2))
+        assert rpc.rpc_sync("w2", udfs.fetch, (rref,)) == 3  # w2 forks, uses, drops it
+        del rref
+        gc.collect()
+        eventually(lambda: not w1.node.ctx.forks, "every fork of the RRef deleted on w1")
+        for agent in (w0, w1, w2):
+            eventually(agent.node.ctx.is_empty, f"{agent.name}'s context empty")
+
+
+def test_graceful_shutdown_deletes_held_users_reports_them_and_its_trace_is_accepted(
+    tmp_path: Path,
+) -> None:
+    with world(3, trace_dir=tmp_path) as agents:
+        w0, w1, _ = agents
+        with w0.use():
+            kept = rpc.remote("w1", udfs.add, (2, 2))
+            assert kept.to_here() == 4
+            assert rpc.rpc_sync("w2", udfs.fetch, (kept,)) == 4
+        reports = stop_world(agents)
+        assert all(a.closed for a in agents)
+    assert reports[0].leaks == {
+        "held_user": [f"held_user: RRef {kept.rref_id} fork {kept.fork_id}"]
+    }
+    assert reports[0].problems == ()
+    assert reports[1].leak_free
+    assert reports[2].leak_free
+    assert not w1.node.ctx.owners
+    assert not w1.node.ctx.forks
+    with pytest.raises(rpc.RPCError, match="shut down"):
+        w0.in_loop(lambda: None)
+    merged = merge_traces([load_trace(tmp_path / f"w{i}.ndjson") for i in range(3)])
+    names = [e.event for e in merged.events]
+    assert names.count("WaitAllWorkers") == 1
+    assert names.count("DestroyInstance") == 3
+    report = validate_traces([merged], RREF, ROOT / "spec")
+    assert report.all_accepted, [v.rejection for v in report.verdicts]
