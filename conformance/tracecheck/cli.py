@@ -87,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_bench(sub)
     _add_docs(sub)
     _add_sany(sub)
+    _add_simtraces(sub)
     return parser
 
 
@@ -204,6 +205,30 @@ def _add_sany(sub: Any) -> None:
     sany.add_argument("spec", type=Path)
     sany.add_argument("--json", action="store_true")
     sany.set_defaults(func=_cmd_sany)
+
+
+def _add_simtraces(sub: Any) -> None:
+    sim = sub.add_parser(
+        "simtraces", help="write traces of TLC's random simulation of RRef and validate them"
+    )
+    sim.add_argument("--runs", type=int, default=5, help="behaviours, one TLC run each")
+    sim.add_argument("--seed", type=int, default=1, help="TLC's seed of the first run")
+    sim.add_argument("--depth", type=int, default=40, help="events per behaviour (at most)")
+    sim.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    sim.add_argument("--out", type=Path, required=True, help="folder for the trace files")
+    sim.set_defaults(func=_cmd_simtraces)
+
+
+def _cmd_simtraces(args: argparse.Namespace, console: Console) -> int:
+    from tracecheck.simtraces import write_sim_traces  # noqa: PLC0415 - only this command
+
+    toolchain()
+    seeds = range(args.seed, args.seed + args.runs)
+    paths = write_sim_traces(args.spec_root, args.out, seeds, args.depth)
+    mapping = load_mapping("rref")
+    report = validate_traces([load_trace(p) for p in paths], mapping, args.spec_root)
+    print_report(console, report, action_coverage(report, mapping, args.spec_root))
+    return 0 if report.all_accepted else 1
 
 
 def _workers(value: str | None) -> int | str | None:
