@@ -84,12 +84,14 @@ class Transport:
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _server: asyncio.Server | None = None
     _closing: bool = False
+    port: int = 0  # where this worker listens (set by serve)
 
     # ------------------------------------------------------------------ server
 
     async def serve(self, host: str, port: int) -> int:
         self._server = await asyncio.start_server(self._accept, host, port)
-        return int(self._server.sockets[0].getsockname()[1])
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
