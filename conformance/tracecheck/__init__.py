@@ -3,10 +3,14 @@
 The public API: the TLC runner (:func:`run_tlc`, :func:`run_sany`), the model manifest
 (:func:`load_manifest`, :func:`run_model`), trace loading (:func:`load_trace`,
 :func:`merge_traces`), mapping tables (:class:`ProtocolMap`, :class:`ActionMap`), and
-validation (:func:`validate_traces`, :func:`run_campaign`).
+validation (:func:`validate_traces`, :func:`run_campaign`), action coverage
+(:func:`action_coverage`), invariants on accepted behaviours (:func:`check_invariants`) and
+the artefacts of a failure (:func:`keep_failures`).
 """
 
+from tracecheck.artifacts import keep_failures
 from tracecheck.campaign import CampaignResult, run_campaign
+from tracecheck.coverage import CoverageSummary, action_coverage
 from tracecheck.errors import (
     JavaNotFoundError,
     ManifestError,
@@ -21,12 +25,14 @@ from tracecheck.results import Counterexample, TLCResult, Verdict
 from tracecheck.tlc import TLCOptions, run_sany, run_tlc
 from tracecheck.traces import Trace, TraceFormatError, load_trace, merge_traces
 from tracecheck.validate import CheckerError, TraceVerdict, ValidationReport, validate_traces
+from tracecheck.witness import WitnessReport, check_invariants
 
 __all__ = [
     "ActionMap",
     "CampaignResult",
     "CheckerError",
     "Counterexample",
+    "CoverageSummary",
     "Explanation",
     "JavaNotFoundError",
     "Manifest",
@@ -43,6 +49,10 @@ __all__ = [
     "TracecheckError",
     "ValidationReport",
     "Verdict",
+    "WitnessReport",
+    "action_coverage",
+    "check_invariants",
+    "keep_failures",
     "load_manifest",
     "load_trace",
     "merge_traces",
