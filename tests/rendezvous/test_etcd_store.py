@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import socket
 import threading
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import etcd3gw
 import pytest
@@ -153,7 +154,70 @@ def test_watch_wakes_on_a_write_made_while_watching(
     waiter.join(LIMIT)
     assert not waiter.is_alive()
     assert woke == [True]
-    assert _watchers(etcd_server) == before  # the watch was cancelled
+    etcd_store.close()  # ends the key's watch stream
+    _until(lambda: _watchers(etcd_server) == before)
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    """Wait (at most LIMIT) for something etcd does asynchronously."""
+    end = time.monotonic() + LIMIT
+    while not condition():
+        assert time.monotonic() < end, "etcd never got there"
+        time.sleep(0.01)
+
+
+def test_waiting_threads_share_one_watch(etcd_store: EtcdStore, etcd_server: EtcdServer) -> None:
+    """Four threads wait, change after change, until they see the last of three writes: etcd
+    serves one watch stream for all of them, not one per wait."""
+    _, v = etcd_store.compare_set("k", None, b"0")
+    before = _watchers(etcd_server)
+    seen: list[bytes] = []
+
+    def wait_for_the_last_write() -> None:
+        token: int | None = v.token
+        while True:
+            assert etcd_store.wait_for_change("k", token, LIMIT)
+            got = etcd_store.get("k")
+            assert got is not None
+            token = got.token
+            if got.value == b"3":
+                seen.append(got.value)
+                return
+
+    waiters = [threading.Thread(target=wait_for_the_last_write) for _ in range(4)]
+    for w in waiters:
+        w.start()
+    _until(lambda: _watchers(etcd_server) == before + 1)
+    token = v.token
+    for i in range(1, 4):
+        _, new = etcd_store.compare_set("k", token, b"%d" % i)
+        token = new.token
+    for w in waiters:
+        w.join(LIMIT)
+        assert not w.is_alive()
+    assert seen == [b"3"] * 4
+    assert _watchers(etcd_server) == before + 1
+
+
+def test_a_broken_watch_stream_is_replaced(etcd_store: EtcdStore) -> None:
+    """The stream breaks under a waiter (as when etcd restarts): the waiter reads again, opens a
+    new stream and still wakes on the next write."""
+    _, v = etcd_store.compare_set("k", None, b"a")
+    woke: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: woke.append(etcd_store.wait_for_change("k", v.token, LIMIT))
+    )
+    waiter.start()
+    full = etcd_store.prefix + "k"
+    _until(lambda: full in etcd_store._watches)
+    first = etcd_store._watches[full]
+    first.stop()  # shut its socket down
+    assert not first.alive
+    _until(lambda: etcd_store._watches[full] is not first)  # the waiter opened another
+    etcd_store.compare_set("k", v.token, b"b")
+    waiter.join(LIMIT)
+    assert not waiter.is_alive()
+    assert woke == [True]
 
 
 def test_wait_times_out_without_a_change(etcd_store: EtcdStore) -> None:

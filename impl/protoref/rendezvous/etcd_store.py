@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -32,10 +31,10 @@ from urllib.parse import urlsplit
 import etcd3gw
 import requests
 from etcd3gw.exceptions import Etcd3Exception
-from etcd3gw.watch import Watcher
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
+from protoref.rendezvous.etcd_watch import KeyWatch
 from protoref.rendezvous.store import Versioned
 
 __all__ = ["DEFAULT_PREFIX", "EtcdStore"]
@@ -163,6 +162,9 @@ class EtcdStore:
         self._auth_token: str | None = None
         self._session = self._new_session(pool=_POOL)
         self._client = self._new_client(self._session, api_path=None)
+        self._watches: dict[str, KeyWatch] = {}
+        self._watches_lock = threading.Lock()
+        self._closed = False
         self._count_lock = threading.Lock()
         self.cas_won = 0
         self.cas_lost = 0
@@ -290,37 +292,62 @@ class EtcdStore:
 
     def wait_for_change(self, key: str, token: int | None, timeout: float) -> bool:
         end = time.monotonic() + timeout
-        now = self._range(key)
-        current = now.kvs[0].mod_revision if now.kvs else None
-        if current != token:
-            return True
-        left = end - time.monotonic()
-        if left <= 0:
-            return False
-        events: queue.SimpleQueue[object] = queue.SimpleQueue()
-        # A session per watch: etcd3gw's Watcher.stop closes its session's connection pool. Its
-        # read timeout only backs up the stop below (a silent etcd must not pin the thread).
-        session = self._new_session(pool=1, read_timeout=left + self.request_timeout)
+        died = ""
+        while True:
+            watch = self._watch(key)
+            changed = watch.wait(token, end)
+            if changed is not None:
+                return changed
+            if died:  # two streams in a row ended before a change: etcd refuses this watch
+                raise RendezvousConnectionError(
+                    f"etcd at {self.endpoint}: watch {self.prefix + key!r} failed: {watch.ended}"
+                )
+            died = watch.ended
+
+    def _watch(self, key: str) -> KeyWatch:
+        """The key's shared watch, opened after a read (from the revision after it)."""
         full = self.prefix + key
+        with self._watches_lock:
+            watch = self._watches.get(full)
+            if watch is None or not watch.alive:
+                if self._closed:
+                    raise RendezvousConnectionError(f"etcd store for {self.endpoint} is closed")
+                now = self._range(key)
+                token = now.kvs[0].mod_revision if now.kvs else None
+                watch = KeyWatch(
+                    full, token, now.header.revision, lambda start: self._stream(full, start)
+                )
+                self._watches[full] = watch
+            return watch
+
+    def _stream(self, full: str, start: int) -> tuple[requests.Session, requests.Response]:
+        body: dict[str, Any] = {
+            "create_request": {"key": _b64(full.encode()), "start_revision": start}
+        }
+        session = self._new_session(pool=1)
         try:
             with self._talking("watch", full):
-                client = self._new_client(session, api_path=self._client.api_path)
-                watcher = Watcher(client, full, events.put, start_revision=now.header.revision + 1)
-            try:
-                events.get(timeout=left)
-            except queue.Empty:
-                return False
-            finally:
-                watcher.stop()
-            return True
-        finally:
+                url = self._client.get_url("/watch")
+                # No read timeout: the stream is silent until the key changes; stop() ends it.
+                reply = session.post(
+                    url, json=body, stream=True, timeout=(self.request_timeout, None)
+                )
+                reply.raise_for_status()
+        except BaseException:
             session.close()
+            raise
+        return session, reply
 
     def describe(self) -> str:
         return "etcd"
 
     def close(self) -> None:
-        """Close the HTTP connections (the store is unusable afterwards)."""
+        """End the watches and close the HTTP connections (the store is unusable afterwards)."""
+        with self._watches_lock:
+            self._closed = True
+            watches, self._watches = list(self._watches.values()), {}
+        for watch in watches:
+            watch.stop()
         self._session.close()
 
     def __enter__(self) -> EtcdStore:
