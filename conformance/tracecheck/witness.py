@@ -114,10 +114,10 @@ class WitnessVerdict(BaseModel):
         if self.clean:
             return f"{self.source}: every invariant holds on the accepted behaviour"
         names = sorted({n for b in self.breaches for n in b.invariants})
-        where = f"event {self.event} (line {self.line})" if self.event else "the initial state"
+        where = f"after event {self.event} (line {self.line})" if self.event else "initially"
         if not names:
-            return f"{self.source}: no invariant-clean behaviour explains {where}"
-        return f"{self.source}: {', '.join(names)} false after {where}"
+            return f"{self.source}: no invariant-clean behaviour explains it ({where})"
+        return f"{self.source}: {', '.join(names)} false {where}"
 
 
 class WitnessReport(BaseModel):

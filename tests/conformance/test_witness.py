@@ -62,6 +62,17 @@ def test_an_accepted_trace_that_breaks_an_invariant_is_flagged_at_the_event() ->
     assert "SingleHolderInv false after event 3 (line 4)" in broken.summary()
 
 
+def test_a_breach_in_the_initial_state_is_reported_before_any_event() -> None:
+    traces = [trace(GOOD)]
+    report = validate_traces(traces, LEDGER_AUDIT, SPEC_ROOT)
+    witness = check_invariants(traces, report, LEDGER_AUDIT, SPEC_ROOT, invariants=["FundedInv"])
+    (verdict,) = witness.verdicts
+    assert (verdict.clean, verdict.clean_events, verdict.event, verdict.line) == (False, 0, 0, None)
+    (breach,) = verdict.breaches
+    assert (breach.invariants, breach.after) == (["FundedInv"], 0)
+    assert verdict.summary().endswith("FundedInv false initially")
+
+
 def test_rejected_traces_have_no_behaviour_to_check() -> None:
     rejected = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)], "bad.ndjson")
     good = trace(GOOD[:2], "short.ndjson")
