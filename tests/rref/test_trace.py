@@ -12,7 +12,7 @@ from protoref.rref.machine import ACTION_TABLE
 from protoref.rref.scenarios import SCENARIOS
 from protoref.rref.simulator import SimConfig, Simulator
 from protoref.rref.trace import ACTION_ARGS, EVENT_ADAPTER, EVENT_MODELS
-from protoref.tracing import JsonlSink, MemorySink, TraceHeader, read_trace_file
+from protoref.tracing import JsonlSink, MemorySink, TraceHeader, read_trace_file, sort_key
 from tracecheck.mapping import spec_actions
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "rref" / "RRef.tla"
@@ -123,3 +123,16 @@ def test_header_settings_name_the_spec_constants() -> None:
     # Workers are the header's nodes; MaxLocalId is read off the trace (the largest id drawn).
     derived = {"Workers", "MaxLocalId"}
     assert {k for k in header.settings if k[0].isupper()} == _spec_constants() - derived
+
+
+def test_logged_sets_are_in_the_contract_order() -> None:
+    # trace.py orders post-state sets by Python's order on their JSON elements (faster than
+    # the contract's type-tagged sort_key); the two orders must agree on every logged set.
+    sink = _all_events_run()
+    checked = 0
+    for line in sink.lines()[1:]:
+        for value in json.loads(line)["post"].values():
+            if isinstance(value, dict) and "#set" in value:
+                assert value["#set"] == sorted(value["#set"], key=sort_key)
+                checked += len(value["#set"]) > 1
+    assert checked > 100

@@ -11,7 +11,7 @@ here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from protoref.errors import ProtocolError
@@ -78,7 +78,7 @@ def _del_fork_locally(ctx: RRefContext, r: Gid, f: Gid) -> RRefContext:
         return ctx
     rest = ctx.forks - {(r, f)}
     last = not any(e[0] == r for e in rest)
-    return replace(ctx, forks=rest, owners=ctx.owners - {r} if last else ctx.owners)
+    return ctx.evolve(forks=rest, owners=ctx.owners - {r} if last else ctx.owners)
 
 
 # --------------------------------------------------------------------------- application
@@ -89,7 +89,7 @@ def create_local_rref(ctx: RRefContext) -> Step:
     first forked, so an RRef never shared never leaks."""
     _app(ctx, "CreateLocalRRef")
     r = ctx.new_id()
-    new = replace(ctx, next_id=ctx.next_id + 1, owner_held=ctx.owner_held | {r})
+    new = ctx.evolve(next_id=ctx.next_id + 1, owner_held=ctx.owner_held | {r})
     return Step(new, (), tr.CreateLocalRRefArgs(w=ctx.me))
 
 
@@ -103,8 +103,7 @@ def remote(ctx: RRefContext, dst: WorkerId) -> Step:
     if dst != me:
         f = ctx.new_id(1)
         user = UserRRef(fork=f, rref=r, owner=dst, on=me, parent=None)
-        new = replace(
-            ctx,
+        new = ctx.evolve(
             next_id=ctx.next_id + 2,
             users={**ctx.users, f: user},
             held=ctx.held | {f},
@@ -112,8 +111,7 @@ def remote(ctx: RRefContext, dst: WorkerId) -> Step:
         )
         call = ev.PythonRemoteCall(src=me, dst=dst, rref=r, owner=dst, fork=f)
         return Step(new, (call,), args)
-    new = replace(
-        ctx,
+    new = ctx.evolve(
         next_id=ctx.next_id + 1,
         owners=ctx.owners | {r},
         forks=ctx.forks | {(r, r)},
@@ -139,8 +137,8 @@ def prepare_child_fork(ctx: RRefContext, dst: WorkerId, r: Gid, parent: Gid) -> 
     if parent == r:
         if r not in ctx.owner_held | ctx.owners:
             raise _fail(ctx, name, f"this worker holds no OwnerRRef {r}")
-        new = replace(
-            ctx, next_id=ctx.next_id + 1, forks=ctx.forks | {(r, c)}, owners=ctx.owners | {r}
+        new = ctx.evolve(
+            next_id=ctx.next_id + 1, forks=ctx.forks | {(r, c)}, owners=ctx.owners | {r}
         )
         call = ev.PythonCall(src=me, dst=dst, rref=r, owner=me, fork=c, parent=r)
         return Step(new, (call,), args)
@@ -151,9 +149,7 @@ def prepare_child_fork(ctx: RRefContext, dst: WorkerId, r: Gid, parent: Gid) -> 
         raise _fail(ctx, name, f"UserRRef {parent} is not held by the application")
     if parent in ctx.timed_out | ctx.deleted:
         raise _fail(ctx, name, f"UserRRef {parent} timed out or was deleted: fork() raises")
-    new = replace(
-        ctx, next_id=ctx.next_id + 1, pending_children=ctx.pending_children | {(c, parent)}
-    )
+    new = ctx.evolve(next_id=ctx.next_id + 1, pending_children=ctx.pending_children | {(c, parent)})
     call = ev.PythonCall(src=me, dst=dst, rref=r, owner=u.owner, fork=c, parent=parent)
     return Step(new, (call,), args)
 
@@ -167,7 +163,7 @@ def to_here(ctx: RRefContext, f: Gid) -> Step:
         raise _fail(ctx, "ToHere", f"UserRRef {f} is not held by the application")
     if f in ctx.fetched | ctx.timed_out | ctx.deleted:
         raise _fail(ctx, "ToHere", f"UserRRef {f} already fetched, timed out or deleted")
-    new = replace(ctx, fetching=ctx.fetching | {f}, fetched=ctx.fetched | {f})
+    new = ctx.evolve(fetching=ctx.fetching | {f}, fetched=ctx.fetched | {f})
     call = ev.RRefFetchCall(src=ctx.me, dst=u.owner, rref=u.rref, owner=u.owner, fork=f)
     return Step(new, (call,), tr.ToHereArgs(w=ctx.me, f=f))
 
@@ -177,14 +173,14 @@ def drop_rref(ctx: RRefContext, f: Gid) -> Step:
     _user(ctx, "DropRRef", f)
     if f not in ctx.held:
         raise _fail(ctx, "DropRRef", f"UserRRef {f} is not held by the application")
-    return Step(replace(ctx, held=ctx.held - {f}), (), tr.DropRRefArgs(w=ctx.me, f=f))
+    return Step(ctx.evolve(held=ctx.held - {f}), (), tr.DropRRefArgs(w=ctx.me, f=f))
 
 
 def drop_owner_rref(ctx: RRefContext, r: Gid) -> Step:
     """``DropOwnerRRef(w, r)``: the application drops an OwnerRRef; owners_ never depends on it."""
     if r not in ctx.owner_held:
         raise _fail(ctx, "DropOwnerRRef", f"the application holds no OwnerRRef {r}")
-    new = replace(ctx, owner_held=ctx.owner_held - {r})
+    new = ctx.evolve(owner_held=ctx.owner_held - {r})
     return Step(new, (), tr.DropOwnerRRefArgs(w=ctx.me, r=r))
 
 
@@ -202,8 +198,7 @@ def time_out_remote(ctx: RRefContext, r: Gid, f: Gid) -> Step:
             raise _fail(ctx, name, f"UserRRef {f} is not the creator of {r}")
         if f not in ctx.pending_users:
             raise _fail(ctx, name, f"the rpc.remote future of {f} already completed")
-        new = replace(
-            ctx,
+        new = ctx.evolve(
             pending_users=ctx.pending_users - {f},
             confirmed_users=ctx.confirmed_users | {f},
             timed_out=ctx.timed_out | {f},
@@ -211,7 +206,7 @@ def time_out_remote(ctx: RRefContext, r: Gid, f: Gid) -> Step:
         return Step(new, (), args)
     if r not in ctx.self_calls:
         raise _fail(ctx, name, f"no self rpc.remote of {r} in progress")
-    return Step(replace(ctx, self_calls=ctx.self_calls - {r}), (), args)
+    return Step(ctx.evolve(self_calls=ctx.self_calls - {r}), (), args)
 
 
 def del_user(ctx: RRefContext, f: Gid) -> Step:
@@ -223,7 +218,7 @@ def del_user(ctx: RRefContext, f: Gid) -> Step:
         raise _fail(ctx, "DelUser", f"UserRRef {f} was already deleted")
     if ctx.referenced(f):
         raise _fail(ctx, "DelUser", f"UserRRef {f} is still referenced (G2 holds it)")
-    new = replace(ctx, deleted=ctx.deleted | {f}, confirmed_users=ctx.confirmed_users - {f})
+    new = ctx.evolve(deleted=ctx.deleted | {f}, confirmed_users=ctx.confirmed_users - {f})
     args = tr.DelUserArgs(w=ctx.me, f=f)
     if ctx.phase == "destroyed":
         return Step(new, (), args)
@@ -252,8 +247,7 @@ def assign_owner_rref(ctx: RRefContext, m: ev.PythonRemoteCall) -> Step:
     stale = (r, f) in ctx.tombstones
     needed = not stale or ctx.has_fork_of(r)
     parked = frozenset(p for p in ctx.pending_owners if p[0] == r)
-    new = replace(
-        ctx,
+    new = ctx.evolve(
         owners=ctx.owners | {r} if needed else ctx.owners,
         forks=ctx.forks if stale else ctx.forks | {(r, f)},
         pending_owners=ctx.pending_owners - parked,
@@ -275,8 +269,7 @@ def confirm_pending_user(ctx: RRefContext, m: ev.RemoteRet) -> Step:
         raise _fail(ctx, "ConfirmPendingUser", "REMOTE_RET(r, r) is FinishCreatingOwnerRRef's")
     if f not in ctx.pending_users:
         return Step(ctx, (), args)
-    new = replace(
-        ctx,
+    new = ctx.evolve(
         pending_users=ctx.pending_users - {f},
         confirmed_users=ctx.confirmed_users | {f},
     )
@@ -293,7 +286,7 @@ def finish_creating_owner_rref(ctx: RRefContext, m: ev.RemoteRet) -> Step:
         raise _fail(ctx, "FinishCreatingOwnerRRef", "REMOTE_RET(r, f), f # r, confirms a user")
     if r not in ctx.self_calls:
         return Step(ctx, (), args)
-    return Step(replace(ctx, self_calls=ctx.self_calls - {r}), (), args)
+    return Step(ctx.evolve(self_calls=ctx.self_calls - {r}), (), args)
 
 
 def retrieve_owner_rref(ctx: RRefContext, m: ev.RRefFetchCall) -> Step:
@@ -304,13 +297,13 @@ def retrieve_owner_rref(ctx: RRefContext, m: ev.RRefFetchCall) -> Step:
     args = tr.RetrieveOwnerRRefArgs(w=me, r=r, f=f)
     if r in ctx.owners:
         return Step(ctx, (ev.RRefFetchRet(src=me, dst=m.src, rref=r, owner=me, fork=f),), args)
-    return Step(replace(ctx, pending_owners=ctx.pending_owners | {(r, f, m.src)}), (), args)
+    return Step(ctx.evolve(pending_owners=ctx.pending_owners | {(r, f, m.src)}), (), args)
 
 
 def receive_fetch_ret(ctx: RRefContext, m: ev.RRefFetchRet) -> Step:
     """``ReceiveFetchRet(w, r, f)``: the to_here future completes; the UserRRef is unpinned."""
     _addressed(ctx, "ReceiveFetchRet", m)
-    new = replace(ctx, fetching=ctx.fetching - {m.fork})
+    new = ctx.evolve(fetching=ctx.fetching - {m.fork})
     return Step(new, (), tr.ReceiveFetchRetArgs(w=ctx.me, r=m.rref, f=m.fork))
 
 
@@ -330,11 +323,11 @@ def get_or_create_rref(ctx: RRefContext, m: ev.PythonCall) -> Step:
             ctx, "GetOrCreateRRef", f"fork {c} already unpickled: user calls are never retried"
         )
     user = UserRRef(fork=c, rref=r, owner=m.owner, on=me, parent=m.parent)
-    base = replace(ctx, users={**ctx.users, c: user}, held=ctx.held | {c})
+    base = ctx.evolve(users={**ctx.users, c: user}, held=ctx.held | {c})
     if m.src == m.owner:
-        return Step(replace(base, confirmed_users=ctx.confirmed_users | {c}), (), args)
+        return Step(base.evolve(confirmed_users=ctx.confirmed_users | {c}), (), args)
     request = ev.ForkRequest(src=me, dst=m.owner, rref=r, owner=m.owner, fork=c)
-    return Step(replace(base, pending_users=ctx.pending_users | {c}), (request,), args)
+    return Step(base.evolve(pending_users=ctx.pending_users | {c}), (request,), args)
 
 
 def add_fork_of_owner_if_not_present(ctx: RRefContext, m: ev.ForkRequest) -> Step:
@@ -342,7 +335,7 @@ def add_fork_of_owner_if_not_present(ctx: RRefContext, m: ev.ForkRequest) -> Ste
     RREF_ACK. A tombstoned fork is not re-added: a late duplicate cannot resurrect it (#26759)."""
     _addressed(ctx, "AddForkOfOwnerIfNotPresent", m)
     me, r, c = ctx.me, m.rref, m.fork
-    new = ctx if (r, c) in ctx.tombstones else replace(ctx, forks=ctx.forks | {(r, c)})
+    new = ctx if (r, c) in ctx.tombstones else ctx.evolve(forks=ctx.forks | {(r, c)})
     # The retry's copy (dup 2) gets an ack marked 2, so the two acks stay distinct records.
     ack = ev.RRefAck(src=me, dst=m.src, rref=r, owner=me, fork=c, dup=2 if m.dup == 2 else 0)
     return Step(new, (ack,), tr.AddForkOfOwnerIfNotPresentArgs(w=me, r=r, c=c))
@@ -356,8 +349,7 @@ def finish_fork_request(ctx: RRefContext, m: ev.RRefAck) -> Step:
     args = tr.FinishForkRequestArgs(w=me, r=r, c=c)
     if c not in ctx.pending_users:
         return Step(ctx, (), args)
-    new = replace(
-        ctx,
+    new = ctx.evolve(
         pending_users=ctx.pending_users - {c},
         confirmed_users=ctx.confirmed_users | {c},
     )
@@ -370,7 +362,7 @@ def del_pending_child(ctx: RRefContext, m: ev.ChildAccept) -> Step:
     (idempotent); the parent may now be deleted (G2 satisfied)."""
     _addressed(ctx, "DelPendingChild", m)
     c = m.fork
-    new = replace(ctx, pending_children=frozenset(e for e in ctx.pending_children if e[0] != c))
+    new = ctx.evolve(pending_children=frozenset(e for e in ctx.pending_children if e[0] != c))
     return Step(new, (), tr.DelPendingChildArgs(w=ctx.me, r=m.rref, c=c))
 
 
@@ -380,7 +372,7 @@ def del_fork_of_owner(ctx: RRefContext, m: ev.UserDelete) -> Step:
     _addressed(ctx, "DelForkOfOwner", m)
     r, f = m.rref, m.fork
     new = _del_fork_locally(ctx, r, f)
-    new = replace(new, tombstones=new.tombstones | {(r, f)})
+    new = new.evolve(tombstones=new.tombstones | {(r, f)})
     return Step(new, (), tr.DelForkOfOwnerArgs(w=ctx.me, r=r, f=f))
 
 
@@ -408,7 +400,7 @@ def wait_all_workers(ctx: RRefContext, user_calls_in_flight: int = 0) -> Step:
             f"{user_calls_in_flight} user call(s) in flight: the application must wait for its "
             "futures before shutdown (a PYTHON_CALL delivered after the sweep leaks a UserRRef)",
         )
-    return Step(replace(ctx, stopping=True), (), tr.WaitAllWorkersArgs())
+    return Step(ctx.evolve(stopping=True), (), tr.WaitAllWorkersArgs())
 
 
 def del_all_users_and_unforked_owners(ctx: RRefContext, *, force: bool = False) -> Step:
@@ -436,8 +428,7 @@ def del_all_users_and_unforked_owners(ctx: RRefContext, *, force: bool = False) 
         raise _fail(ctx, name, f"still waiting for pending UserRRefs and children: {what}")
     victims = sorted(f for f in ctx.confirmed_users if f not in ctx.deleted)
     unforked = frozenset(r for r in ctx.owners if not ctx.has_fork_of(r))
-    new = replace(
-        ctx,
+    new = ctx.evolve(
         deleted=ctx.deleted | frozenset(victims),
         owners=ctx.owners - unforked,
         confirmed_users=frozenset(),
@@ -491,7 +482,7 @@ def destroy_instance(
         + [Leak("parked_fetch", r, f) for r, f, _ in sorted(ctx.pending_owners)]
         + [Leak("fetching_user", ctx.users[f].rref, f) for f in fetching]
     )
-    new = replace(ctx, phase="destroyed", pending_owners=frozenset())
+    new = ctx.evolve(phase="destroyed", pending_owners=frozenset())
     return Step(new, (), tr.DestroyInstanceArgs(w=ctx.me), tuple(leaks))
 
 

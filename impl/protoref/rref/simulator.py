@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Final, Literal
+from typing import Final, Literal, TypeAlias
 
 from pydantic import JsonValue
 
@@ -41,6 +41,8 @@ Gid = GloballyUniqueId
 Mode = Literal["workload", "drain", "system", "shutdown"]
 #: Steps allowed in the drain (or shutdown) phase before the run is declared stuck.
 MAX_DRAIN_STEPS: Final = 200_000
+#: Enabled steps as parallel lists (weights, actions), in a deterministic order.
+Options: TypeAlias = tuple[list[float], list[Callable[[], object]]]
 #: The environment actor that logs the global shutdown barrier (RRef.tla ``WaitAllWorkers``).
 BARRIER: Final = "barrier"
 
@@ -60,13 +62,16 @@ class SimConfig:
     shutdown: bool = False  # Shutdown: a graceful-shutdown phase after the workload
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Envelope:
     """A message in flight with its transport metadata (not part of the spec's record)."""
 
     msg: ev.Message
     stamp: int  # the sender's Lamport clock when it sent the message
     ready_at: int  # virtual time from which it may be delivered
+    # The scheduler's two options for this envelope, built once when it is sent.
+    deliver: Callable[[], object] = field(default=lambda: None, repr=False)
+    retry: Callable[[], object] = field(default=lambda: None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,10 @@ class Simulator:
         )
         # rpc.remote futures that may time out: (caller, r, f) -> virtual deadline.
         self.deadlines: dict[tuple[WorkerId, Gid, Gid], int] = {}
+        # Scheduler caches: a worker's destructor and application options, with the context
+        # they were computed from (contexts are immutable, so identity says they are current).
+        self._destructors: dict[WorkerId, tuple[RRefContext, Options]] = {}
+        self._app_cache: dict[tuple[WorkerId, bool], tuple[RRefContext, Options]] = {}
         if self.sink.enabled:
             self.sink.header(self._header(workload))
 
@@ -182,7 +191,10 @@ class Simulator:
 
     def _send(self, m: ev.Message, stamp: int) -> None:
         delay = self.rng.randint(0, self.config.max_delay)
-        self.net.append(Envelope(m, stamp, self.now + delay))
+        env = Envelope(m, stamp, self.now + delay)
+        env.deliver = partial(self._deliver_envelope, env)
+        env.retry = partial(self._retry_envelope, env)
+        self.net.append(env)
 
     def _record(
         self,
@@ -209,6 +221,16 @@ class Simulator:
         self.net.pop()
         self._apply(env.msg.dst, env.msg, env.stamp)
 
+    def _index(self, env: Envelope) -> int:
+        # Identity, not equality: two envelopes may carry equal messages.
+        return next(i for i, e in enumerate(self.net) if e is env)
+
+    def _deliver_envelope(self, env: Envelope) -> None:
+        self.deliver(self._index(env))
+
+    def _retry_envelope(self, env: Envelope) -> None:
+        self.retry_send(self._index(env))
+
     def retry_send(self, index: int) -> None:
         """RRef.tla ``RetrySend(m)``: sendWithRetries re-sends a control message whose first
         attempt is unacknowledged; both copies may arrive (at-least-once delivery)."""
@@ -221,25 +243,39 @@ class Simulator:
         self._send(m.model_copy(update={"dup": 2}), lamport)
         self._record(RetrySendArgs(m=m), m.src, seq, lamport, self.contexts[m.src])
 
-    def _system_options(self) -> list[tuple[float, Callable[[], object]]]:
-        opts: list[tuple[float, Callable[[], object]]] = []
-        for i, env in enumerate(self.net):
-            if env.ready_at <= self.now:
-                opts.append((1.0, partial(self.deliver, i)))
-            if self.config.duplicates and env.msg.type in ev.RETRIED and env.msg.dup == 0:
-                opts.append((0.3, partial(self.retry_send, i)))
+    def _system_options(self) -> Options:
+        weights: list[float] = []
+        actions: list[Callable[[], object]] = []
+        now, duplicates = self.now, self.config.duplicates
+        for env in self.net:
+            if env.ready_at <= now:
+                weights.append(1.0)
+                actions.append(env.deliver)
+            m = env.msg
+            if duplicates and m.dup == 0 and m.type in ev.RETRIED:
+                weights.append(0.3)
+                actions.append(env.retry)
         for w, ctx in self.contexts.items():
-            for f in ctx.users:
-                if f not in ctx.deleted and not ctx.referenced(f):
-                    opts.append((1.0, partial(self.del_user, w, f)))
+            cached = self._destructors.get(w)
+            if cached is None or cached[0] is not ctx:
+                cached = (ctx, self._destructor_options(w, ctx))
+                self._destructors[w] = cached
+            weights += cached[1][0]
+            actions += cached[1][1]
         for (w, r, f), deadline in list(self.deadlines.items()):
             ctx = self.contexts[w]
             alive = f in ctx.pending_users if f != r else r in ctx.self_calls
             if not alive:
                 del self.deadlines[(w, r, f)]
-            elif self.config.timeouts and deadline <= self.now:
-                opts.append((0.5, partial(self.time_out_remote, w, r, f)))
-        return opts
+            elif self.config.timeouts and deadline <= now:
+                weights.append(0.5)
+                actions.append(partial(self.time_out_remote, w, r, f))
+        return weights, actions
+
+    def _destructor_options(self, w: WorkerId, ctx: RRefContext) -> Options:
+        """DelUser for every UserRRef nothing references any more (in ``users`` order)."""
+        fs = [f for f in ctx.users if f not in ctx.deleted and not ctx.referenced(f)]
+        return [1.0] * len(fs), [partial(self.del_user, w, f) for f in fs]
 
     def del_user(self, w: WorkerId, f: Gid) -> None:
         """The UserRRef's refcount reached zero: its destructor runs (G1)."""
@@ -341,16 +377,29 @@ class Simulator:
     def _share_any(self, w: WorkerId, others: Sequence[WorkerId], r: Gid, parent: Gid) -> None:
         self.share(w, self.rng.choice(others), r, parent)
 
-    def _app_options(self, mode: Mode) -> list[tuple[float, Callable[[], object]]]:
-        opts: list[tuple[float, Callable[[], object]]] = []
+    def _app_options(self, mode: Mode) -> Options:
+        weights: list[float] = []
+        actions: list[Callable[[], object]] = []
+        workload = mode == "workload"
         for w, ctx in self.contexts.items():
-            for f in sorted(ctx.held):
-                opts.append((1.0, partial(self.drop, w, f)))
-            for r in sorted(ctx.owner_held):
-                opts.append((0.5, partial(self.drop_owner, w, r)))
-            if mode == "workload":
-                opts += self._workload_options(w, ctx)
-        return opts
+            # Each worker's options depend only on its context (immutable): cache them.
+            cached = self._app_cache.get((w, workload))
+            if cached is None or cached[0] is not ctx:
+                cached = (ctx, self._worker_app_options(w, ctx, workload=workload))
+                self._app_cache[(w, workload)] = cached
+            weights += cached[1][0]
+            actions += cached[1][1]
+        return weights, actions
+
+    def _worker_app_options(self, w: WorkerId, ctx: RRefContext, *, workload: bool) -> Options:
+        opts: list[tuple[float, Callable[[], object]]] = []
+        for f in sorted(ctx.held):
+            opts.append((1.0, partial(self.drop, w, f)))
+        for r in sorted(ctx.owner_held):
+            opts.append((0.5, partial(self.drop_owner, w, r)))
+        if workload:
+            opts += self._workload_options(w, ctx)
+        return [o[0] for o in opts], [o[1] for o in opts]
 
     def _workload_options(
         self, w: WorkerId, ctx: RRefContext
@@ -380,11 +429,13 @@ class Simulator:
         """
         system = self._system_options()
         if mode == "shutdown":
-            system += self._shutdown_options()
-        apps = self._app_options(mode) if mode != "system" else []
-        if apps and (not system or self.rng.random() < self.config.app_weight):
+            for weight, action in self._shutdown_options():
+                system[0].append(weight)
+                system[1].append(action)
+        apps = self._app_options(mode) if mode != "system" else ([], [])
+        if apps[1] and (not system[1] or self.rng.random() < self.config.app_weight):
             self._pick(apps)()
-        elif system:
+        elif system[1]:
             self._pick(system)()
         elif self.net:
             self.now = min(e.ready_at for e in self.net)  # idle: jump to the next delivery
@@ -394,8 +445,8 @@ class Simulator:
         self.now += 1
         return True
 
-    def _pick(self, opts: Sequence[tuple[float, Callable[[], object]]]) -> Callable[[], object]:
-        return self.rng.choices([o for _, o in opts], weights=[w for w, _ in opts])[0]
+    def _pick(self, opts: Options) -> Callable[[], object]:
+        return self.rng.choices(opts[1], weights=opts[0])[0]
 
     def settle(self, max_steps: int) -> None:
         """Up to ``max_steps`` random system steps (deliveries, retries, timeouts, destructors)."""

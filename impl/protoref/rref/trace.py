@@ -12,17 +12,19 @@ global sets about UserRRefs (``users``, ``held``, ``fetching``, ``fetched``, ``d
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, WrapSerializer
 from pydantic.alias_generators import to_camel
 
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.events import Message
 from protoref.rref.state import Pair, Parked, RRefContext, UserRRef
-from protoref.tracing import FrozenModel, TlaSet, TraceEventBase
+from protoref.tracing import FrozenModel, TraceEventBase, sort_key
 
 Gid: TypeAlias = GloballyUniqueId
+T = TypeVar("T")
 
 __all__ = [
     "ACTION_ARGS",
@@ -165,6 +167,56 @@ class DestroyInstanceArgs(ActionArgs):
     w: WorkerId
 
 
+# --------------------------------------------------------------------------- set encodings
+# The trace contract's TLA+ set, ``{"#set": [...]}`` with its elements in the order of
+# protoref.tracing.sort_key. The generic ``TlaSet`` computes that type-tagged key recursively for
+# every element, which made it most of the cost of tracing. The post-state sets hold elements of
+# one shape (ids, id pairs, parked fetches: JSON lists of strings and ints at fixed positions;
+# UserRRef records: dicts with a unique ``fork``), for which Python's own order on the JSON
+# values is the same order; tests/rref/test_trace.py checks the two orders agree.
+
+
+def _set_in(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) != {"#set"}:
+            raise ValueError(
+                f"a TLA+ set is encoded as {{'#set': [...]}}, got keys {sorted(value)}"
+            )
+        return value["#set"]
+    return value
+
+
+def _ids_out(value: Any, handler: Callable[[Any], Any]) -> Any:
+    return {"#set": sorted(handler(value))}
+
+
+def _by_fork(record: dict[str, Any]) -> Any:
+    return record["fork"]
+
+
+def _users_out(value: Any, handler: Callable[[Any], Any]) -> Any:
+    return {"#set": sorted(handler(value), key=_by_fork)}
+
+
+def _messages_out(value: Any, handler: Callable[[Any], Any]) -> Any:
+    items = handler(value)
+    return {"#set": items if len(items) < 2 else sorted(items, key=sort_key)}
+
+
+#: A set of messages (``delivered`` holds one: nothing to order).
+MessageSet = Annotated[
+    frozenset[Message], BeforeValidator(_set_in), WrapSerializer(_messages_out, when_used="json")
+]
+#: A set of ids, id pairs or parked fetches (elements of one tuple shape).
+IdSet = Annotated[
+    frozenset[T], BeforeValidator(_set_in), WrapSerializer(_ids_out, when_used="json")
+]
+#: A set of UserRRef records (ordered by their unique ForkId).
+UserSet = Annotated[
+    frozenset[UserRRef], BeforeValidator(_set_in), WrapSerializer(_users_out, when_used="json")
+]
+
+
 # --------------------------------------------------------------------------- post-states
 # One mixin per spec variable; a post model is the union of the variables its action touches.
 # Python field names are RRefContext attribute names; JSON keys are the TLA+ variable names.
@@ -186,63 +238,63 @@ class _NextId(_Post):
 
 
 class _Owners(_Post):
-    owners: TlaSet[Gid]
+    owners: IdSet[Gid]
 
 
 class _PendingOwners(_Post):
-    pending_owners: TlaSet[Parked]
+    pending_owners: IdSet[Parked]
 
 
 class _Forks(_Post):
-    forks: TlaSet[Pair]
+    forks: IdSet[Pair]
 
 
 class _PendingUsers(_Post):
-    pending_users: TlaSet[Gid]
+    pending_users: IdSet[Gid]
 
 
 class _ConfirmedUsers(_Post):
-    confirmed_users: TlaSet[Gid]
+    confirmed_users: IdSet[Gid]
 
 
 class _PendingChildren(_Post):
-    pending_children: TlaSet[Pair]
+    pending_children: IdSet[Pair]
 
 
 class _OwnerHeld(_Post):
-    owner_held: TlaSet[Gid]
+    owner_held: IdSet[Gid]
 
 
 class _SelfCalls(_Post):
-    self_calls: TlaSet[Gid]
+    self_calls: IdSet[Gid]
 
 
 class _Tombstones(_Post):
-    tombstones: TlaSet[Pair]
+    tombstones: IdSet[Pair]
 
 
 class _Users(_Post):
-    users: TlaSet[UserRRef]
+    users: UserSet
 
 
 class _Held(_Post):
-    held: TlaSet[Gid]
+    held: IdSet[Gid]
 
 
 class _Fetching(_Post):
-    fetching: TlaSet[Gid]
+    fetching: IdSet[Gid]
 
 
 class _Fetched(_Post):
-    fetched: TlaSet[Gid]
+    fetched: IdSet[Gid]
 
 
 class _Deleted(_Post):
-    deleted: TlaSet[Gid]
+    deleted: IdSet[Gid]
 
 
 class _TimedOut(_Post):
-    timed_out: TlaSet[Gid]
+    timed_out: IdSet[Gid]
 
 
 class _Phase(_Post):
@@ -258,7 +310,7 @@ class _Delivered(_Post):
     down which copy of a retried message a handler consumed: with both copies in flight the spec
     may take either, and without this field trace validation branches on every such choice."""
 
-    delivered: TlaSet[Message]
+    delivered: MessageSet
 
 
 class NoPost(_Post):
@@ -531,16 +583,26 @@ ACTION_ARGS: Final[dict[str, type[ActionArgs]]] = {
 }
 
 
-def _post_values(post: type[_Post], ctx: RRefContext, delivered: Message | None) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name in post.model_fields:
-        if name == "delivered":
-            if delivered is None:
-                raise ValueError(f"{post.__name__} logs the delivered message; none was given")
-            values[name] = frozenset({delivered})
-        else:
-            values[name] = ctx.user_records() if name == "users" else getattr(ctx, name)
-    return values
+def _shape(cls: type[TraceEventBase]) -> tuple[type[TraceEventBase], type[_Post], tuple[str, ...]]:
+    post: type[_Post] = cls.model_fields["post"].annotation  # type: ignore[assignment]
+    return cls, post, tuple(post.model_fields)
+
+
+#: Event name -> (event model, its post model, the post model's field names in order).
+_SHAPES: Final = {name: _shape(cls) for name, cls in EVENT_MODELS.items()}
+_set_attr = object.__setattr__
+
+
+def _trusted(cls: type[FrozenModel], values: dict[str, Any]) -> Any:
+    """``cls.model_construct(**values)`` without its per-call bookkeeping (defaults, field-set
+    inference): ``values`` holds every field, in field order (the order JSON is written in).
+    It sets the instance attributes pydantic documents for a model, nothing else."""
+    model = cls.__new__(cls)
+    _set_attr(model, "__dict__", values)
+    _set_attr(model, "__pydantic_fields_set__", set(values))
+    _set_attr(model, "__pydantic_extra__", None)
+    _set_attr(model, "__pydantic_private__", None)
+    return model
 
 
 def make_event(
@@ -555,17 +617,28 @@ def make_event(
     """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state) and,
     for a message handler, the ``delivered`` message.
 
-    Built with ``model_construct``: the values come from the core and are already well typed;
-    the round-trip tests validate every emitted line through :data:`EVENT_ADAPTER`.
+    Built without validation (:func:`_trusted`): the values come from the core and are already
+    well typed; the round-trip tests validate every emitted line through :data:`EVENT_ADAPTER`
+    and compare it with the record built here.
     """
-    cls = EVENT_MODELS[args.action]
-    post_cls: type[_Post] = cls.model_fields["post"].annotation  # type: ignore[assignment]
-    post = post_cls.model_construct(**_post_values(post_cls, ctx, delivered))
-    fields: dict[str, Any] = {
+    cls, post_cls, names = _SHAPES[args.action]
+    values: dict[str, Any] = {}
+    for name in names:
+        if name == "delivered":
+            if delivered is None:
+                raise ValueError(f"{post_cls.__name__} logs the delivered message; none was given")
+            values[name] = frozenset({delivered})
+        elif name == "users":
+            values[name] = ctx.user_records()
+        else:
+            values[name] = getattr(ctx, name)
+    event = {
+        "kind": "event",
+        "event": args.action,
         "node": node,
         "seq": seq,
         "lamport": lamport,
         "args": args,
-        "post": post,
+        "post": _trusted(post_cls, values),
     }
-    return cls.model_construct(**fields)
+    return _trusted(cls, event)
