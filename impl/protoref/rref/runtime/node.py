@@ -161,7 +161,10 @@ class Node:
             result = self._result_of(done, m.dst, allow_rrefs=False)
             self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
 
-        box.add_done_callback(lambda done: post(loop, ready, done))
+        if box.done():  # the common case: no extra trip through the loop
+            ready(box)
+        else:
+            box.add_done_callback(lambda done: post(loop, ready, done))
 
     def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
         self.take(self.me, m, stamp, call, None)

@@ -1,0 +1,187 @@
+"""remote + to_here round trips per second between 2 processes on loopback: ours vs torch.
+
+``python -m protoref.rref.runtime.bench --out docs/performance.md`` measures, in one invocation
+and one after the other (never at the same time: they would share the cores), our runtime
+(tracing off) and ``torch.distributed.rpc`` with its TensorPipe backend when torch is installed.
+Each side: worker ``w1`` in a child process, ``w0`` here calls ``rref = remote(w1, add, (i, 1))``,
+``rref.to_here()``, drops the RRef (so deletes flow as in real use), ``--rounds`` times after a
+warm-up; the figure is rounds over the wall time of the timed loop. The block between this
+module's markers in ``--out`` is replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import operator
+import os
+import platform
+import re
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from protoref.rref.runtime.demo import free_port
+
+__all__ = ["BenchResult", "main", "run_ours", "run_torch"]
+
+START: Final = "<!-- bench:rref-runtime:start -->"
+END: Final = "<!-- bench:rref-runtime:end -->"
+SECRET_ENV: Final = "PROTOREF_RPC_SECRET"
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    name: str
+    rounds: int
+    seconds: float | None  # None: not measured (``note`` says why)
+    note: str = ""
+
+    @property
+    def rate(self) -> float | None:
+        return None if self.seconds is None else self.rounds / self.seconds
+
+
+def _child(role: str, port: int) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "protoref.rref.runtime.bench", "--role", role, "--port", str(port)]
+    return subprocess.Popen(cmd, env=os.environ.copy(), text=True)
+
+
+def _finish(child: subprocess.Popen[str]) -> None:
+    try:
+        child.wait(120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def _loop(remote: Any, warmup: int, rounds: int) -> float:
+    for i in range(warmup):
+        assert remote(i).to_here() == i + 1
+    started = time.perf_counter()
+    for i in range(rounds):
+        assert remote(i).to_here() == i + 1
+    return time.perf_counter() - started
+
+
+def run_ours(rounds: int, warmup: int) -> BenchResult:
+    from protoref import rpc  # noqa: PLC0415
+    from protoref.rref.runtime.udfs import add  # noqa: PLC0415
+
+    os.environ.setdefault(SECRET_ENV, secrets.token_hex(16))
+    port = free_port()
+    child = _child("ours-worker", port)
+    try:
+        opts = rpc.RpcOptions(secret=os.environ[SECRET_ENV].encode(), master_port=port)
+        rpc.init_rpc("w0", 0, 2, options=opts)
+        seconds = _loop(lambda i: rpc.remote("w1", add, (i, 1)), warmup, rounds)
+        report = rpc.shutdown()
+    finally:
+        _finish(child)
+    note = "" if report.leak_free else f"shutdown reported {report.leaks} {report.problems}"
+    return BenchResult("protoref runtime (asyncio TCP, JSON+HMAC frames)", rounds, seconds, note)
+
+
+def _torch_init(rank: int, port: int) -> Any:
+    import torch.distributed.rpc as trpc  # noqa: PLC0415
+
+    options = trpc.TensorPipeRpcBackendOptions(
+        init_method=f"tcp://127.0.0.1:{port}", num_worker_threads=4
+    )
+    trpc.init_rpc(f"w{rank}", rank=rank, world_size=2, rpc_backend_options=options)
+    return trpc
+
+
+def run_torch(rounds: int, warmup: int) -> BenchResult:
+    name = "torch.distributed.rpc (TensorPipe)"
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError as err:
+        return BenchResult(name, rounds, None, f"skipped: torch is not installed ({err})")
+    port = free_port()
+    child = _child("torch-worker", port)
+    try:
+        trpc = _torch_init(0, port)
+        seconds = _loop(lambda i: trpc.remote("w1", operator.add, (i, 1)), warmup, rounds)
+        trpc.shutdown()
+    finally:
+        _finish(child)
+    return BenchResult(f"{name}, torch {torch.__version__}", rounds, seconds)
+
+
+def _worker(role: str, port: int) -> int:
+    if role == "ours-worker":
+        from protoref import rpc  # noqa: PLC0415
+
+        opts = rpc.RpcOptions(secret=os.environ[SECRET_ENV].encode(), master_port=port)
+        rpc.init_rpc("w1", 1, 2, options=opts)
+        rpc.shutdown()
+    else:
+        _torch_init(1, port).shutdown()
+    return 0
+
+
+def table(results: Sequence[BenchResult]) -> str:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cpu = f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    lines = [
+        START,
+        f"Measured {stamp} by `python -m protoref.rref.runtime.bench` ({cpu}): `remote(w1, "
+        "add, (i, 1)).to_here()` round trips between 2 processes on loopback, the RRef dropped "
+        "after each (deletes flow), one implementation after the other in the same run.",
+        "",
+        "| implementation | rounds | seconds | round trips/s |",
+        "|---|---:|---:|---:|",
+    ]
+    for r in results:
+        if r.seconds is None:
+            lines.append(f"| {r.name} | - | - | {r.note} |")
+        else:
+            note = f" ({r.note})" if r.note else ""
+            lines.append(f"| {r.name}{note} | {r.rounds} | {r.seconds:.2f} | {r.rate:,.0f} |")
+    rates = [r.rate for r in results]
+    if len(rates) == 2 and rates[0] and rates[1]:
+        ratio = rates[1] / rates[0]
+        verdict = "within" if ratio <= 2 else "outside"
+        lines += ["", f"torch is {ratio:.2f}x ours ({verdict} the 2x goal)."]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_marked(path: Path, block: str) -> None:
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: block, text)
+    else:
+        heading = "## RRef runtime: remote + to_here round trips\n\n"
+        text = text.rstrip("\n") + ("\n\n" if text else "") + heading + block + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m protoref.rref.runtime.bench", description=__doc__)
+    p.add_argument("--rounds", type=int, default=2000)
+    p.add_argument("--warmup", type=int, default=200)
+    p.add_argument("--out", type=Path, default=None, help="replace the marked block here")
+    p.add_argument("--role", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--port", type=int, default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.role is not None:
+        return _worker(args.role, args.port)
+    results = [run_ours(args.rounds, args.warmup), run_torch(args.rounds, args.warmup)]
+    block = table(results)
+    print(block)
+    if args.out is not None:
+        write_marked(args.out, block)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
