@@ -330,11 +330,7 @@ def test_foreign_run_is_rejected_through_etcd(etcd_store: EtcdStore) -> None:
 # --------------------------------------------------------------------------- the handler
 
 
-def test_handlers_rendezvous_over_etcd(etcd_store: EtcdStore) -> None:
-    n = 4
-    cfg = RendezvousSettings(run_id="etcd-threads", min_nodes=n, max_nodes=n, cache_duration=0)
-    nodes = [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(n)]
-    handlers = [DynamicRendezvousHandler(etcd_store, cfg, node=node) for node in nodes]
+def _rendezvous(handlers: list[DynamicRendezvousHandler]) -> dict[NodeDesc, RendezvousInfo]:
     out: dict[NodeDesc, RendezvousInfo] = {}
     errors: list[BaseException] = []
 
@@ -345,18 +341,30 @@ def test_handlers_rendezvous_over_etcd(etcd_store: EtcdStore) -> None:
             errors.append(err)
 
     threads = [threading.Thread(target=go, args=(h,)) for h in handlers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(LIMIT)
+        assert not t.is_alive()
+    assert not errors, errors
+    return out
+
+
+def test_handlers_rendezvous_over_etcd(etcd_store: EtcdStore) -> None:
+    n = 4
+    cfg = RendezvousSettings(run_id="etcd-threads", min_nodes=n, max_nodes=n, cache_duration=0)
+    nodes = [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(n)]
+    handlers = [DynamicRendezvousHandler(etcd_store, cfg, node=node) for node in nodes]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(LIMIT)
-            assert not t.is_alive()
+        first = _rendezvous(handlers)
+        expected = {node: rank for rank, node in enumerate(sorted(nodes))}
+        assert {node: info.rank for node, info in first.items()} == expected
+        assert {(info.round, info.world_size) for info in first.values()} == {(0, n)}
+        second = _rendezvous(handlers)  # all exit round 0; the last one out bumps the round
+        assert {node: info.rank for node, info in second.items()} == expected
+        assert {(info.round, info.world_size) for info in second.values()} == {(1, n)}
+        assert handlers[0].shutdown()
+        assert handlers[1].is_closed()
     finally:
         for h in handlers:
             h._stop_heartbeats()
-    assert not errors, errors
-    expected = {node: rank for rank, node in enumerate(sorted(nodes))}
-    assert {node: info.rank for node, info in out.items()} == expected
-    assert {(info.round, info.world_size) for info in out.values()} == {(0, n)}
-    assert handlers[0].shutdown()
-    assert handlers[1].is_closed()
