@@ -1,0 +1,32 @@
+"""The runtime benchmark runs (a few rounds) and writes only between its markers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from protoref.rref.runtime.bench import END, START, BenchResult, run_ours, table, write_marked
+
+
+def test_a_short_run_of_ours_is_leak_free_and_renders() -> None:
+    ours = run_ours(rounds=20, warmup=5)
+    assert ours.rounds == 20
+    assert ours.seconds is not None
+    assert ours.note == ""  # the shutdown report was leak-free
+    missing = BenchResult("torch", 20, None, "skipped: torch is not installed")
+    block = table([ours, missing])
+    assert block.startswith(START)
+    assert block.endswith(END)
+    assert "| torch | - | - | skipped: torch is not installed |" in block
+    assert "goal" not in block  # no ratio without torch's figure
+
+
+def test_the_marked_block_is_replaced_and_the_rest_kept(tmp_path: Path) -> None:
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\nother text\n", encoding="utf-8")
+    write_marked(doc, f"{START}\nfirst\n{END}")
+    write_marked(doc, f"{START}\nsecond\n{END}")
+    text = doc.read_text(encoding="utf-8")
+    assert text.count(START) == 1
+    assert "second" in text
+    assert "first" not in text
+    assert text.startswith("# Performance\n\nother text\n")
