@@ -16,9 +16,12 @@ from pathlib import Path
 
 from tracecheck.manifest import Manifest, ModelCheck, run_model
 from tracecheck.tlc import ProgressCallback
+from tracecheck.tvbench import TV_END, TV_START
 
 __all__ = [
     "CEILING",
+    "TV_END",
+    "TV_START",
     "bench_table",
     "run_bench",
     "trace_validation_table",
@@ -91,52 +94,14 @@ def write_block(path: Path, block: str) -> None:
     write_marked(path, block, START, END)
 
 
-TV_START = "<!-- bench:tv:start -->"
-TV_END = "<!-- bench:tv:end -->"
+def trace_validation_table(
+    spec_root: Path, runs: int, steps: int, long_steps: int = 0, *, singles: bool = True
+) -> str:
+    """RRef trace validation (:mod:`tracecheck.tvbench`): a long trace and its prefixes, one
+    batch run against one TLC run per trace, the same traces, in one invocation."""
+    from tracecheck.tvbench import measure, tv_block  # noqa: PLC0415 - only the benchmark
 
-
-def trace_validation_table(spec_root: Path, runs: int, steps: int) -> str:
-    """RRef trace validation: one batch run against one TLC run per trace, same traces."""
-    import tempfile  # noqa: PLC0415 - only the benchmark needs these
-    import time  # noqa: PLC0415
-
-    from tracecheck.protocols import load_mapping, load_simulator  # noqa: PLC0415
-    from tracecheck.traces import load_trace  # noqa: PLC0415
-    from tracecheck.validate import CheckerError, validate_traces  # noqa: PLC0415
-
-    simulate, mapping = load_simulator("rref"), load_mapping("rref")
-    with tempfile.TemporaryDirectory(prefix="bench-tv-") as tmp:
-        paths = [Path(tmp) / f"s{seed}.ndjson" for seed in range(1, runs + 1)]
-        for seed, path in enumerate(paths, start=1):
-            simulate(seed, steps, path)
-        traces = [load_trace(p) for p in paths]
-    events = sum(len(t.events) for t in traces)
-    started = time.monotonic()
-    batch = validate_traces(traces, mapping, spec_root, explain=False)
-    batch_s = time.monotonic() - started
-    started = time.monotonic()
-    singles = [validate_traces([t], mapping, spec_root, explain=False) for t in traces]
-    single_s = time.monotonic() - started
-    accepted = sum(v.accepted for v in batch.verdicts)
-    if [v.accepted for v in batch.verdicts] != [r.all_accepted for r in singles]:
-        raise CheckerError("batch and single-trace runs disagree: a checker bug")
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return "\n".join(
-        [
-            TV_START,
-            f"Measured {stamp} by `make bench`: {runs} seeded RRef simulator runs ({steps} "
-            f"workload steps each, {events:,} events, {accepted} accepted), validated once as one "
-            "batch (one TLC run) and once with one TLC run per trace, in the same invocation.",
-            "",
-            "| mode | TLC runs | seconds | events/s |",
-            "|---|---:|---:|---:|",
-            f"| batch | {batch.tlc_runs} | {batch_s:.1f} | {events / batch_s:,.0f} |",
-            f"| one run per trace | {runs} | {single_s:.1f} | {events / single_s:,.0f} |",
-            "",
-            f"Batch is {single_s / batch_s:.1f}x faster than one TLC run per trace.",
-            TV_END,
-        ]
-    )
+    return tv_block(measure(spec_root, runs, steps, long_steps, singles=singles))
 
 
 def write_marked(path: Path, block: str, start: str, end: str) -> None:

@@ -188,8 +188,10 @@ def _add_bench(sub: Any) -> None:
     bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
     bench.add_argument("--model", action="append", help="only these models (and the ceiling)")
     bench.add_argument(
-        "--tv-runs", type=int, default=20, help="RRef traces for the trace-validation figures"
+        "--tv-runs", type=int, default=100, help="RRef traces for the trace-validation figures"
     )
+    bench.add_argument("--tv-steps", type=int, default=1440, help="workload steps per trace")
+    bench.add_argument("--tv-long-steps", type=int, default=8000, help="steps of the long trace")
     bench.set_defaults(func=_cmd_bench)
 
 
@@ -454,7 +456,7 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
     write_block(args.out, block)
     if args.tv_runs:
         console.print(f"trace validation: {args.tv_runs} RRef traces, batch vs one run each")
-        tv = trace_validation_table(args.spec_root, args.tv_runs, 150)
+        tv = trace_validation_table(args.spec_root, args.tv_runs, args.tv_steps, args.tv_long_steps)
         write_marked(args.out, tv, TV_START, TV_END)
     console.print(_check_table(checks))
     console.print(f"wrote the table into {args.out}")

@@ -70,3 +70,32 @@ def test_bench_reports_ratios_and_rewrites_its_block(tmp_path: Path, specs: Path
     assert "prose stays" in text
     assert "toy/Renamed" in text
     assert "toy/Counter" not in text
+
+
+def test_trace_validation_block_measures_long_batch_and_singles_side_by_side() -> None:
+    from tracecheck.tvbench import TV_END, TV_START, measure, prefix, tv_block  # noqa: PLC0415
+
+    figures = measure(ROOT / "spec", runs=2, steps=15, long_steps=30)
+    assert [r.label for r in figures.long] == [
+        "long trace, first quarter",
+        "long trace, first half",
+        "long trace, whole",
+    ]
+    quarter, half, whole = (r.events for r in figures.long)
+    assert 0 < quarter <= half <= whole
+    assert figures.batch is not None
+    assert figures.singles is not None
+    assert (figures.batch.runs, figures.singles.runs) == (1, 2)
+    assert figures.batch.events == figures.singles.events
+    assert all(r.accepted for r in [*figures.long, figures.batch, figures.singles])
+    block = tv_block(figures)
+    assert block.startswith(TV_START)
+    assert block.endswith(TV_END)
+    assert "| batch | 2 |" in block
+    assert "**not measured**: a 100,000-event trace" in block  # said, never faked
+    assert "batch >= 10x faster than one run per trace" in block
+    # prefix keeps the line numbers of the events it keeps
+    from support.ledger import GOOD, trace  # noqa: PLC0415
+
+    cut = prefix(trace(GOOD), 2)
+    assert (len(cut.events), cut.lines) == (2, (2, 3))

@@ -1,0 +1,188 @@
+"""`make bench` for trace validation: RRef traces from protoref's simulator through TLC.
+
+Three figures, measured side by side in one invocation because the machine is shared:
+
+- one long trace validated alone, and its first quarter and half, so that the cost per event
+  can be read against the trace's length (the RRef spec's state grows along a trace: every
+  UserRRef ever created, every tombstone);
+- a batch of equal-sized traces validated in one TLC run, and the same traces with one TLC run
+  each; batch and singles must agree on every verdict (otherwise the checker has a bug);
+- the issue's goals, each marked met or not with the measured figure.
+
+The block goes into ``docs/performance.md`` between ``TV_START`` and ``TV_END``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.traces import Trace, load_trace
+from tracecheck.validate import CheckerError, validate_traces
+
+__all__ = ["Row", "TVFigures", "measure", "prefix", "tv_block"]
+
+TV_START = "<!-- bench:tv:start -->"
+TV_END = "<!-- bench:tv:end -->"
+#: Seed of the long trace (the batch uses seeds 1..runs).
+LONG_SEED = 1000
+
+
+@dataclass(frozen=True)
+class Row:
+    """One validation measured: what, how many events and TLC runs, seconds end to end."""
+
+    label: str
+    events: int
+    runs: int
+    seconds: float
+    accepted: bool
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
+
+
+@dataclass(frozen=True)
+class TVFigures:
+    long: list[Row]
+    batch: Row | None
+    singles: Row | None
+    traces: int
+    steps: int
+    long_steps: int
+    simulate_seconds: float
+
+
+def prefix(trace: Trace, count: int) -> Trace:
+    """The first ``count`` events of a trace (a prefix of a spec behaviour is one too)."""
+    return trace.model_copy(update={"events": trace.events[:count], "lines": trace.lines[:count]})
+
+
+def _timed(label: str, traces: list[Trace], spec_root: Path, *, one_run_each: bool) -> Row:
+    mapping = load_mapping("rref")
+    started = time.monotonic()
+    if one_run_each:
+        reports = [validate_traces([t], mapping, spec_root, explain=False) for t in traces]
+    else:
+        reports = [validate_traces(traces, mapping, spec_root, explain=False)]
+    seconds = time.monotonic() - started
+    return Row(
+        label=label,
+        events=sum(len(t.events) for t in traces),
+        runs=sum(r.tlc_runs for r in reports),
+        seconds=seconds,
+        accepted=all(r.all_accepted for r in reports),
+    )
+
+
+def measure(
+    spec_root: Path, runs: int, steps: int, long_steps: int, *, singles: bool = True
+) -> TVFigures:
+    """Simulate the traces, then validate: the long one (and its prefixes), the batch, and
+    (when ``singles``) every batch trace in its own TLC run."""
+    simulate = load_simulator("rref")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-tv-") as tmp:
+        paths = [Path(tmp) / f"s{seed}.ndjson" for seed in range(1, runs + 1)]
+        for seed, path in enumerate(paths, start=1):
+            simulate(seed, steps, path)
+        traces = [load_trace(p) for p in paths]
+        long_trace = None
+        if long_steps:
+            simulate(LONG_SEED, long_steps, Path(tmp) / "long.ndjson")
+            long_trace = load_trace(Path(tmp) / "long.ndjson")
+    simulated = time.monotonic() - started
+    long_rows: list[Row] = []
+    if long_trace is not None:
+        total = len(long_trace.events)
+        for part, name in ((4, "first quarter"), (2, "first half"), (1, "whole")):
+            piece = prefix(long_trace, total // part)
+            long_rows.append(_timed(f"long trace, {name}", [piece], spec_root, one_run_each=False))
+    batch_row = single_row = None
+    if runs:
+        batch_row = _timed("batch", traces, spec_root, one_run_each=False)
+        if singles:
+            single_row = _timed("one TLC run per trace", traces, spec_root, one_run_each=True)
+            if single_row.accepted != batch_row.accepted:
+                raise CheckerError("batch and single-trace runs disagree: a checker bug")
+    return TVFigures(long_rows, batch_row, single_row, runs, steps, long_steps, simulated)
+
+
+def _goal(met: bool, text: str) -> str:
+    return f"- {'met' if met else '**not met**'}: {text}"
+
+
+def _goals(fig: TVFigures) -> list[str]:
+    out = []
+    rows = [*fig.long, *(r for r in (fig.batch,) if r is not None)]
+    best = max(rows, key=lambda r: r.rate, default=None)
+    if best is not None:
+        out.append(
+            _goal(
+                best.rate >= 10_000,
+                f">= 10,000 events/s end to end: best {best.rate:,.0f} events/s ({best.label})",
+            )
+        )
+    if fig.long:
+        whole = fig.long[-1]
+        if whole.events >= 100_000:
+            out.append(
+                _goal(whole.seconds < 30, f"100,000-event trace < 30 s: {whole.seconds:.1f} s")
+            )
+        else:
+            out.append(
+                "- **not measured**: a 100,000-event trace < 30 s (the long trace here has "
+                f"{whole.events:,} events, {whole.seconds:.1f} s)"
+            )
+    if fig.batch is not None:
+        size = fig.batch.events / max(fig.traces, 1)
+        if fig.traces >= 100 and size >= 2_000:
+            out.append(
+                _goal(
+                    fig.batch.seconds < 15,
+                    f"100 traces of 2,000 events in batch < 15 s: {fig.batch.seconds:.1f} s",
+                )
+            )
+        else:
+            out.append(
+                f"- **not measured**: 100 traces of 2,000 events < 15 s (here {fig.traces} "
+                f"traces of about {size:,.0f} events: {fig.batch.seconds:.1f} s)"
+            )
+    if fig.batch is not None and fig.singles is not None:
+        ratio = fig.singles.seconds / fig.batch.seconds
+        out.append(_goal(ratio >= 10, f"batch >= 10x faster than one run per trace: {ratio:.1f}x"))
+    return out
+
+
+def tv_block(fig: TVFigures) -> str:
+    """The Markdown block for docs/performance.md."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        TV_START,
+        f"Measured {stamp} by `tracecheck bench` (`--tv-runs {fig.traces} --tv-steps "
+        f"{fig.steps} --tv-long-steps {fig.long_steps}`): RRef traces of protoref's seeded "
+        f"simulator (simulating them took {fig.simulate_seconds:.1f} s, not counted below), "
+        "validated end to end (loading, schema check, rendering, TLC), one after the other.",
+        "",
+        "| what | traces | events | TLC runs | seconds | events/s | all accepted |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in fig.long:
+        lines.append(_table_row(row, 1))
+    for many in (fig.batch, fig.singles):
+        if many is not None:
+            lines.append(_table_row(many, fig.traces))
+    lines += ["", "Goals of the conformance issue on this machine:", *_goals(fig), TV_END]
+    return "\n".join(lines)
+
+
+def _table_row(row: Row, traces: int) -> str:
+    return (
+        f"| {row.label} | {traces} | {row.events:,} | {row.runs} | {row.seconds:.1f} | "
+        f"{row.rate:,.0f} | {'yes' if row.accepted else '**no**'} |"
+    )
