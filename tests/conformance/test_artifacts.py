@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header
+from tracecheck import campaign
 from tracecheck.artifacts import ARTIFACTS_ENV, failure_note
 from tracecheck.cli import main
+from tracecheck.protocols import load_simulator
 from tracecheck.tlc import TLCOptions, run_tlc
 from tracecheck.traces import load_trace
 from tracecheck.validate import furthest_cursors, validate_traces
 
 LEDGER_ARGS = ["--mapping", "support.ledger:LEDGER", "--spec-root", str(SPEC_ROOT)]
+ROOT = Path(__file__).resolve().parent.parent.parent
 AUDIT_ARGS = ["--mapping", "support.ledger_audit:LEDGER_AUDIT", "--spec-root", str(SPEC_ROOT)]
 
 
@@ -109,3 +112,33 @@ def test_the_failure_note_of_a_test_points_at_the_artefacts(tmp_path: Path, root
     folder = Path(note.rsplit(" in ", 1)[1])
     assert folder.parent == root
     assert {"bad.ndjson", "TraceSpec.tla", "report.txt"} <= {p.name for p in folder.iterdir()}
+
+
+def test_a_rejected_campaign_run_leaves_its_artefacts_at_the_printed_path(
+    tmp_path: Path,
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    simulate = load_simulator("rref")
+
+    def corrupted(seed: int, steps: int, out: Path) -> None:
+        # The real simulator's trace, with seed 2's first id draw logged one too high.
+        simulate(seed, steps, out)
+        if seed != 2:
+            return
+        rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        first = next(r for r in rows[1:] if "nextId" in r["post"])
+        first["post"]["nextId"] += 1
+        _write(out, rows)
+
+    monkeypatch.setattr(campaign, "load_simulator", lambda protocol: corrupted)
+    args = ["campaign", "rref", "--runs", "2", "--seed", "1", "--steps", "30"]
+    args += ["--out", str(tmp_path / "traces")]
+    assert main([*args, "--spec-root", str(ROOT / "spec")]) == 1
+    folder = _printed_folder(capsys.readouterr().out)
+    assert folder.parent == root
+    names = {p.name for p in folder.iterdir()}
+    assert {"rref-seed2.ndjson", "TraceData.tla", "TraceSpec.tla", "TraceSpec.cfg"} <= names
+    assert {"report.txt", "report.json"} <= names
+    assert "rref-seed1.ndjson" not in names  # the accepted run is not kept
