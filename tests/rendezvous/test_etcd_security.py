@@ -96,13 +96,26 @@ def test_an_expired_token_is_renewed(auth_etcd: EtcdServer) -> None:
         assert s._auth_token not in (None, first)
 
 
+def _assert_watch_wakes(store: EtcdStore, key: str) -> None:
+    """A write made once the waiter's watch stream is open wakes it through the stream."""
+    _, v = store.compare_set(key, None, b"a")
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(store.wait_for_change(key, v.token, 60)))
+    waiter.start()
+    full = store.prefix + key
+    end = time.monotonic() + 60
+    while full not in store._watches and waiter.is_alive():  # until the stream is open
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    store.compare_set(key, v.token, b"b")
+    waiter.join(60)
+    assert woke == [True]
+    assert store._watches[full].events >= 1  # the stream delivered the write
+
+
 def test_watches_carry_the_token(auth_etcd: EtcdServer) -> None:
     with EtcdStore(auth_etcd.endpoint, prefix=PREFIX, username="rdzv", password="rdzv-pw") as s:
-        _, v = s.compare_set("w", None, b"a")
-        writer = threading.Timer(0.2, lambda: s.compare_set("w", v.token, b"b"))
-        writer.start()
-        assert s.wait_for_change("w", v.token, 60.0)
-        writer.join()
+        _assert_watch_wakes(s, "w")
 
 
 def test_node_main_takes_the_password_from_the_environment(
@@ -180,10 +193,7 @@ def test_mutual_tls(tls_etcd: EtcdServer, pki: Path) -> None:
         ok, v = s.compare_set("k", None, b"a")
         assert ok
         assert s.get("k") == v
-        writer = threading.Timer(0.2, lambda: s.compare_set("k", v.token, b"b"))
-        writer.start()
-        assert s.wait_for_change("k", v.token, 60.0)  # the watch goes over TLS too
-        writer.join()
+        _assert_watch_wakes(s, "w")  # the watch stream goes over TLS too
         cfg = RendezvousSettings(run_id="tls", min_nodes=1, max_nodes=1)
         h = DynamicRendezvousHandler(s, cfg, node=NodeDesc("127.0.0.1", 1, 0))
         assert h.next_rendezvous().rank == 0
