@@ -13,6 +13,7 @@ from protoref.rendezvous.errors import (
     RendezvousTimeoutError,
 )
 from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo
+from protoref.rendezvous.heartbeat import HeartbeatTimer
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings
 from protoref.rendezvous.store import InMemoryStore
 
@@ -28,7 +29,7 @@ def handlers() -> Iterator[list[DynamicRendezvousHandler]]:
     made: list[DynamicRendezvousHandler] = []
     yield made
     for h in made:
-        h._stop_heartbeats()
+        h._heartbeats.close()
 
 
 def _run_all(hs: list[DynamicRendezvousHandler]) -> dict[NodeDesc, RendezvousInfo]:
@@ -120,3 +121,36 @@ def test_join_times_out_below_min(handlers: list[DynamicRendezvousHandler]) -> N
     with pytest.raises(RendezvousTimeoutError):
         h.next_rendezvous()
     assert h.num_nodes_waiting() == 0
+
+
+def test_heartbeat_timer_beats_only_while_resumed() -> None:
+    beats = threading.Semaphore(0)
+    paused = threading.Event()
+    while_paused: list[int] = []
+
+    def beat() -> None:
+        if paused.is_set():
+            while_paused.append(1)
+        beats.release()
+
+    timer = HeartbeatTimer(0.001, beat, "test-beat")
+    try:
+        timer.resume()
+        assert beats.acquire(timeout=JOIN_LIMIT)
+        assert beats.acquire(timeout=JOIN_LIMIT)  # periodic, not once
+        timer.pause()  # returns only once no callback runs
+        paused.set()
+        threading.Event().wait(0.02)  # twenty intervals in which a paused timer must not beat
+        assert while_paused == []
+        paused.clear()
+        timer.resume()
+        assert beats.acquire(timeout=JOIN_LIMIT)
+    finally:
+        timer.close()
+
+
+def test_paused_timer_never_calls_back() -> None:
+    called = threading.Event()
+    timer = HeartbeatTimer(0.001, called.set, "test-beat")
+    timer.close()  # never resumed: the thread ends without a call
+    assert not called.is_set()

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from protoref.rendezvous import wakeup
 from protoref.rendezvous.codec import decode_state, encode_state
 from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
 from protoref.rendezvous.holder import StateHolder, SyncKind
@@ -152,3 +154,50 @@ def test_file_store_cas_across_processes(tmp_path: Path) -> None:
     got = FileStore(tmp_path).get("counter")
     assert got is not None
     assert got.value == b"100"
+
+
+# ---------------------------------------------------------------- file store change notification
+
+
+def test_file_store_write_pings_a_registered_waiter(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    assert store.notify
+    waiters = tmp_path / "k.waiters"
+    waiter = wakeup.registered(waiters)
+    waiter.drain()
+    assert not waiter.wait(0)  # nothing written yet
+    store.compare_set("k", None, b"a")
+    assert waiter.wait(0)  # the datagram is queued: no waiting, no polling
+    assert not waiter.wait(0)  # drained: one ping per wake
+
+
+def test_waiter_in_another_thread_wakes_on_a_write(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    _, v1 = store.compare_set("k", None, b"a")
+    seen: list[bool] = []
+    t = threading.Thread(target=lambda: seen.append(store.wait_for_change("k", v1.token, 30.0)))
+    t.start()
+    while not any((tmp_path / "k.waiters").glob("protoref-rdzv-*")):
+        t.join(0.001)  # until the waiter registered
+    store.compare_set("k", v1.token, b"b")
+    t.join(30.0)
+    assert seen == [True]
+
+
+def test_stale_waiter_entry_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    store = FileStore(tmp_path)
+    waiters = tmp_path / "k.waiters"
+    waiters.mkdir()
+    stale = waiters / "protoref-rdzv-999999-1-0"  # a waiter whose process is gone
+    stale.touch()
+    assert wakeup.notify(waiters) == 0
+    assert not stale.exists()
+    store.compare_set("k", None, b"a")  # still writes fine with no waiter at all
+
+
+def test_polling_fallback_still_sees_changes(tmp_path: Path) -> None:
+    store = FileStore(tmp_path, notify=False)
+    assert not store.wait_for_change("k", None, 0.001)
+    store.compare_set("k", None, b"a")
+    assert store.wait_for_change("k", None, 0.001)
+    assert not (tmp_path / "k.waiters").exists()  # no notification machinery used

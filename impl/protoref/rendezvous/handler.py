@@ -28,6 +28,7 @@ from protoref.rendezvous.errors import (
     RendezvousTimeoutError,
 )
 from protoref.rendezvous.executor import NodeRunner, Observer, Pc
+from protoref.rendezvous.heartbeat import HeartbeatTimer
 from protoref.rendezvous.holder import StateHolder
 from protoref.rendezvous.ops import Action, Op
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
@@ -81,8 +82,9 @@ class DynamicRendezvousHandler:
         self.start_delay = start_delay
         self._runner = NodeRunner(self.node, StateHolder(store, settings), observer)
         self._lock = threading.RLock()  # torch's _heartbeat_lock: one op at a time
-        self._heartbeat_stop: threading.Event | None = None
-        self._heartbeat_thread: threading.Thread | None = None
+        self._heartbeats = HeartbeatTimer(
+            settings.keep_alive_interval, self._keep_alive, f"rdzv-heartbeat-{self.node}"
+        )
         self.last_heartbeat_error: RendezvousError | None = None
 
     # ------------------------------------------------------------------ torch's interface
@@ -120,7 +122,7 @@ class DynamicRendezvousHandler:
 
     def shutdown(self) -> bool:
         """Stop heartbeats and close the rendezvous; False if closing failed."""
-        self._stop_heartbeats()
+        self._heartbeats.close()
         try:
             self.set_closed()
         except RendezvousError:
@@ -182,24 +184,8 @@ class DynamicRendezvousHandler:
                 if self._runner.pc is not Pc.STOPPED:
                     self._runner.pc, self._runner.op = Pc.IDLE, None
 
-    def _heartbeat_loop(self, stop: threading.Event) -> None:
-        while not stop.wait(self.settings.keep_alive_interval):
-            self._keep_alive()
-
     def _start_heartbeats(self) -> None:
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=self._heartbeat_loop,
-            args=(stop,),
-            name=f"rdzv-heartbeat-{self.node}",
-            daemon=True,
-        )
-        self._heartbeat_stop, self._heartbeat_thread = stop, thread
-        thread.start()
+        self._heartbeats.resume()
 
     def _stop_heartbeats(self) -> None:
-        if self._heartbeat_stop is not None and self._heartbeat_thread is not None:
-            self._heartbeat_stop.set()
-            if self._heartbeat_thread is not threading.current_thread():
-                self._heartbeat_thread.join()
-        self._heartbeat_stop = self._heartbeat_thread = None
+        self._heartbeats.pause()
