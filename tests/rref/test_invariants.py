@@ -9,7 +9,9 @@ import pytest
 from protoref.errors import InvariantViolationError, LeakError
 from protoref.ids import GloballyUniqueId as G
 from protoref.rref import events as ev
+from protoref.rref.faults import Fault, ShutdownFault, inject
 from protoref.rref.invariants import World, check, check_leak_free, quiescent
+from protoref.rref.simulator import SimConfig, Simulator
 from protoref.rref.state import RRefContext, UserRRef
 
 A, B, C = "w0", "w1", "w2"
@@ -65,3 +67,53 @@ def test_delete_of_a_held_user() -> None:
     delete = ev.UserDelete(src=A, dst=B, rref=R, owner=B, fork=FA)
     with pytest.raises(InvariantViolationError, match="SafeDeleteInv"):
         check(World(contexts=contexts(w0=a), net=[delete]))
+
+
+def test_second_delete_and_reset_deleted_break_r4() -> None:
+    world = World(contexts=contexts(), net=[], delete_sends={FA: 2})
+    with pytest.raises(InvariantViolationError, match="AtMostOneDeleteR4"):
+        check(world)
+    world = World(contexts=contexts(), net=[], undeleted={A: frozenset({FA})})
+    with pytest.raises(InvariantViolationError, match="deletedOnOwner_"):
+        check(world)
+    user = UserRRef(fork=FA, rref=R, owner=B, on=A)
+    a = RRefContext(me=A, next_id=4, users={FA: user})
+    delete = ev.UserDelete(src=A, dst=B, rref=R, owner=B, fork=FA)
+    with pytest.raises(InvariantViolationError, match="not marked deleted"):
+        check(World(contexts=contexts(w0=a), net=[delete]))
+
+
+def test_message_to_a_destroyed_context_breaks_shutdown_order() -> None:
+    b = RRefContext(me=B, phase="destroyed", stopping=True)
+    delete = ev.UserDelete(src=A, dst=B, rref=R, owner=B, fork=FA)
+    user = UserRRef(fork=FA, rref=R, owner=B, on=A)
+    a = RRefContext(me=A, next_id=4, users={FA: user}, deleted=frozenset({FA}))
+    with pytest.raises(InvariantViolationError, match="ShutdownOrderInv"):
+        check(World(contexts=contexts(w0=a, w1=b), net=[delete]))
+
+
+#: Planted bug -> (first seed whose checked run catches it, the invariants that may name it).
+CAUGHT: dict[Fault | ShutdownFault, tuple[int, set[str]]] = {
+    Fault.DELETE_BEFORE_ACK: (0, {"SafeDeleteInv"}),
+    Fault.PARENT_BEFORE_CHILD: (0, {"ParentHeldInv"}),
+    Fault.FORGET_PENDING_CHILD: (0, {"ParentHeldInv"}),
+    Fault.RESURRECT_DELETED_FORK: (95, {"NoForkResurrectionInv"}),
+    Fault.OWNER_DELETED_WHILE_FORKED: (0, {"NoPrematureDeleteInv"}),
+    Fault.CONFIRM_FORGETS_USER: (8, {"LeakFreeQuiescenceInv"}),
+    Fault.REUSE_IDS: (0, {"UniqueIdsInv"}),
+    ShutdownFault.SWEEP_SPARES_HELD_USERS: (3, {"LeakFreeQuiescenceInv", "ShutdownCompletesProp"}),
+}
+
+
+@pytest.mark.parametrize("fault", list(CAUGHT), ids=[f.value for f in CAUGHT])
+def test_the_checked_sweep_catches_every_planted_bug(fault: Fault | ShutdownFault) -> None:
+    # The sweep in test_simulator.py can fail: with a bug planted, the same checked runs stop
+    # at a violation of the invariant the bug breaks (seeds before the first one pass).
+    seed, names = CAUGHT[fault]
+    config = SimConfig(check_invariants=True, shutdown=True)
+    with inject(fault):
+        for passing in range(seed):
+            Simulator(passing, config).run(25)
+        with pytest.raises(InvariantViolationError) as caught:
+            Simulator(seed, config).run(25)
+    assert caught.value.invariant in names

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -128,6 +129,36 @@ def test_cli_scenario_and_unknown_scenario(capsys: pytest.CaptureFixture[str]) -
     assert main(["--seed", "1", "--scenario", "user_to_user"]) == 0
     assert main(["--seed", "1", "--scenario", "nope"]) == 2
     assert "unknown scenario" in capsys.readouterr().err
+
+
+# The invariant sweep: every invariant predicate (R1-R11, protoref.rref.invariants) after every
+# step, over thousands of seeds, with the faults on (any delivery order, delays, duplicated
+# retried control messages, rpc.remote timeouts), with and without graceful shutdown. Short
+# workloads keep it fast (measured: 2,000 runs, about 110,000 checked events, 11 s of CPU).
+SWEEP_SEEDS = 2000
+SWEEP_STEPS = 25
+SWEEP_CONFIGS = [
+    SimConfig(check_invariants=True, shutdown=shutdown, workers=workers, max_delay=delay)
+    for shutdown in (False, True)
+    for workers, delay in ((3, 4), (2, 8), (4, 2))
+]
+
+
+def test_thousands_of_seeds_hold_every_invariant_and_end_leak_free() -> None:
+    totals: Counter[str] = Counter()
+    leak_kinds: set[str] = set()
+    for seed in range(SWEEP_SEEDS):
+        # A violation raises InvariantViolationError naming the invariant and the seed; a leak
+        # at quiescence raises LeakError; a stuck shutdown raises LeakError too.
+        summary = Simulator(seed, SWEEP_CONFIGS[seed % len(SWEEP_CONFIGS)]).run(SWEEP_STEPS)
+        totals.update(summary.counts)
+        leak_kinds |= {leak.kind for _, leak in summary.leaks}
+    # Shutdown reports only the UserRRefs the application still held (forced deletes).
+    assert leak_kinds <= {"held_user"}
+    # The faults were really exercised.
+    for name in ("RetrySend", "TimeOutRemote", "DelForkOfOwner", "DestroyInstance"):
+        assert totals[name] > 100, (name, totals[name])
+    assert sum(totals.values()) > 50_000
 
 
 def test_leak_is_reported() -> None:

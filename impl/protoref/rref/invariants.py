@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from protoref.errors import InvariantViolationError, LeakError
 from protoref.ids import GloballyUniqueId, WorkerId
@@ -38,13 +39,22 @@ class World:
     #: R4 history: ForkIds some step removed from a worker's ``deleted`` (must stay empty).
     undeleted: Mapping[WorkerId, frozenset[Gid]] = field(default_factory=dict)
 
+    @cached_property
+    def all_users(self) -> tuple[UserRRef, ...]:
+        """RRef.tla ``users``: every UserRRef created (computed once per check)."""
+        return tuple(u for ctx in self.contexts.values() for u in ctx.users.values())
+
+    @cached_property
+    def all_deleted(self) -> frozenset[Gid]:
+        """RRef.tla ``deleted`` (the union of the per-worker parts)."""
+        return frozenset().union(*(ctx.deleted for ctx in self.contexts.values()))
+
     def users(self) -> Iterable[UserRRef]:
-        for ctx in self.contexts.values():
-            yield from ctx.users.values()
+        return self.all_users
 
     def is_deleted(self, f: Gid) -> bool:
         """``f \\in deleted`` (the spec's global set, partitioned by worker)."""
-        return any(f in ctx.deleted for ctx in self.contexts.values())
+        return f in self.all_deleted
 
     def user(self, f: Gid) -> UserRRef | None:
         for ctx in self.contexts.values():
@@ -65,20 +75,20 @@ def no_premature_delete(world: World) -> str | None:
     ``NeedsOwner`` skips messages of deleted forks: a late duplicate RREF_FORK_REQUEST of a fork
     that is already gone is harmless (the tombstone makes the owner ignore it).
     """
+    gone = {
+        (w, r)
+        for w, ctx in world.contexts.items()
+        for r in world.erased_owners.get(w, frozenset()) - ctx.owners
+    }
+    if not gone:
+        return None
+    for u in world.users():
+        if (u.owner, u.rref) in gone and _live(world, u):
+            return f"owner {u.rref} erased on {u.owner} while UserRRef {u.fork} on {u.on} is live"
     needs_owner = {"PYTHON_CALL", "RREF_FORK_REQUEST", "PYTHON_RREF_FETCH_CALL"}
-    for w, ctx in world.contexts.items():
-        for r in world.erased_owners.get(w, frozenset()) - ctx.owners:
-            for u in world.users():
-                if u.rref == r and u.owner == w and _live(world, u):
-                    return f"owner {r} erased on {w} while UserRRef {u.fork} on {u.on} is live"
-            for m in world.net:
-                if (
-                    m.rref == r
-                    and m.type in needs_owner
-                    and m.owner == w
-                    and not world.is_deleted(m.fork)
-                ):
-                    return f"owner {r} erased on {w} while {m!r} is in flight"
+    for m in world.net:
+        if (m.owner, m.rref) in gone and m.type in needs_owner and not world.is_deleted(m.fork):
+            return f"owner {m.rref} erased on {m.owner} while {m!r} is in flight"
     return None
 
 
