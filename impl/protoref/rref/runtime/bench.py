@@ -130,7 +130,8 @@ def _worker(role: str, port: int) -> int:
 
 def table(results: Sequence[BenchResult]) -> str:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    cpu = f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    cpu = f"{os.cpu_count()} cores, load average {load}, Python {platform.python_version()}"
     lines = [
         START,
         f"Measured {stamp} by `python -m protoref.rref.runtime.bench` ({cpu}): `remote(w1, "
