@@ -9,13 +9,15 @@ API path itself: ``/v3/`` on etcd 3.4+). Why it and not a gRPC client: docs/rend
 - **compare_set** is one etcd transaction: compare (``MOD == token`` or ``CREATE == 0``), put on
   success, range on failure, so a lost CAS returns the winner's value in the same round trip,
   like torch's ``Store.compare_set`` (the spec's ``SyncWriteWon`` / ``SyncWriteLost``).
-- **wait_for_change** reads the key once, then watches it from the revision after that read:
-  the first event wakes the waiter at once; nothing is polled. (A watch from an older revision
-  would also be correct but etcd serves such "unsynced" watchers from a 100 ms loop.)
+- **wait_for_change** waits on the key's shared watch (:mod:`.etcd_watch`): one stream per key
+  per store, opened after a read from the revision after it, so an event wakes every waiting
+  thread at once; nothing is polled. (A watch from an older revision would also be correct, but
+  etcd serves such "unsynced" watchers from a 100 ms loop.)
 - Errors: anything between us and etcd (refused, timed out, HTTP error, a reply that is not
   etcd's) is a :class:`RendezvousConnectionError` naming the endpoint; nothing is written then
-  (a CAS is never retried: a timed-out transaction may have been applied, and the next read
-  shows whether it was). Values are the codec's JSON bytes, stored as they are.
+  (a CAS is not retried: a timed-out transaction may have been applied, and the next read shows
+  whether it was; the one exception is a request etcd rejected for an expired auth token, which
+  it rejected before applying). Values are the codec's JSON bytes, stored as they are.
 """
 
 from __future__ import annotations
