@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Delta", "DeltaPlan", "element_text", "plan_deltas"]
+__all__ = ["Delta", "DeltaPlan", "element_text", "encode_compact", "plan_deltas"]
 
 #: Delta-encode an expression only when that shrinks its logged elements at least this much.
 WORTH = 0.75
@@ -105,11 +105,22 @@ class DeltaPlan:
 def plan_deltas(traces: Iterable[Sequence[Shape]]) -> DeltaPlan:
     """Delta-encode an expression when every value logged for it is a tag-free set and the
     differences are clearly smaller than the values (a one-message ``delivered`` set is not)."""
+    return encode_compact(list(traces))[0]
+
+
+def encode_compact(
+    traces: Sequence[Sequence[Shape]],
+) -> tuple[DeltaPlan, list[list[list[Any]]]]:
+    """:func:`plan_deltas` and :meth:`DeltaPlan.encode` in one walk over the logged sets
+    (canonical texts are the expensive part, and every logged element needs one)."""
     full: dict[str, int] = {}
     delta: dict[str, int] = {}
     refused: set[str] = set()
+    walked = []
     for events in traces:
-        for i, j, value, change in _walk(events, None):
+        found = list(_walk(events, None))
+        walked.append(found)
+        for i, j, value, change in found:
             expr = events[i][1][j][0]
             if change is None:
                 refused.add(expr)
@@ -117,4 +128,12 @@ def plan_deltas(traces: Iterable[Sequence[Shape]]) -> DeltaPlan:
             full[expr] = full.get(expr, 0) + len(value["#set"])
             delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
     chosen = sorted(e for e in full if e not in refused and delta[e] < WORTH * full[e])
-    return DeltaPlan(keys={e: i for i, e in enumerate(chosen, start=1)})
+    plan = DeltaPlan(keys={e: i for i, e in enumerate(chosen, start=1)})
+    out: list[list[list[Any]]] = []
+    for events, found in zip(traces, walked, strict=True):
+        rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
+        for i, j, value, change in found:
+            use = change is not None and events[i][1][j][0] in plan.keys
+            rows[i][j] = change if use else value
+        out.append(rows)
+    return plan, out
