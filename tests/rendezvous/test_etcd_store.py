@@ -7,6 +7,8 @@ to the server), CAS races from threads, and the handler over etcd.
 
 from __future__ import annotations
 
+import http.server
+import json
 import re
 import socket
 import threading
@@ -281,6 +283,44 @@ def test_something_that_is_not_etcd(etcd_server: EtcdServer) -> None:
     with pytest.raises(RendezvousConnectionError, match="failed"):
         store.get("k")
     store.close()
+
+
+class _FakeGateway(http.server.BaseHTTPRequestHandler):
+    """Answers like an etcd 3.4 gateway, but with a value that is not base64."""
+
+    def do_GET(self) -> None:
+        self._reply({"etcdserver": "3.4.23", "etcdcluster": "3.4.0"})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        kv = {"key": "aw==", "mod_revision": "5", "value": "not base64!"}
+        self._reply({"header": {"revision": "5"}, "kvs": [kv], "count": "1"})
+
+    def _reply(self, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_reply_that_is_not_etcds_is_a_connection_error() -> None:
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeGateway) as fake:
+        serving = threading.Thread(target=fake.serve_forever)
+        serving.start()
+        try:
+            with (
+                EtcdStore(f"127.0.0.1:{fake.server_address[1]}") as store,
+                pytest.raises(RendezvousConnectionError, match=r"unexpected reply: kvs\.0\.value"),
+            ):
+                store.get("k")
+        finally:
+            fake.shutdown()
+            serving.join(LIMIT)
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import etcd3gw
 import requests
 from etcd3gw.exceptions import Etcd3Exception
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
 from protoref.rendezvous.etcd_watch import KeyWatch
@@ -56,7 +56,14 @@ class _Header(_Model):
 
 class _KV(_Model):
     mod_revision: int
-    value: str = ""  # proto3 JSON omits empty bytes
+    value: bytes = b""  # base64 on the wire; proto3 JSON omits empty bytes
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _from_base64(cls, raw: object) -> bytes:
+        if not isinstance(raw, str):
+            raise ValueError(f"expected a base64 string, got {type(raw).__name__}")
+        return base64.b64decode(raw, validate=True)
 
 
 class _Range(_Model):
@@ -83,13 +90,13 @@ def _b64(data: bytes) -> str:
 
 
 def _versioned(kv: _KV) -> Versioned:
-    return Versioned(base64.b64decode(kv.value), kv.mod_revision)
+    return Versioned(kv.value, kv.mod_revision)
 
 
 class _BoundedAdapter(requests.adapters.HTTPAdapter):
-    """An HTTP adapter that bounds requests sent without a timeout (etcd3gw's watch POST) and
-    verifies the server with ``ca_cert`` when given: requests lets ``REQUESTS_CA_BUNDLE`` and
-    ``CURL_CA_BUNDLE`` override a session's ``verify``, which would drop the etcd cluster's CA."""
+    """An HTTP adapter that bounds any request sent without a timeout and verifies the server
+    with ``ca_cert`` when given: requests lets ``REQUESTS_CA_BUNDLE`` and ``CURL_CA_BUNDLE``
+    override a session's ``verify``, which would drop the etcd cluster's CA."""
 
     def __init__(
         self, default_timeout: tuple[float, float], pool: int, ca_cert: str | None
@@ -210,7 +217,14 @@ class EtcdStore:
             raise RendezvousConnectionError(
                 f"etcd at {self.endpoint}: {what} {key!r} failed: {err}"
             ) from err
-        except (ValidationError, ValueError) as err:  # a reply that is not etcd's JSON
+        except ValidationError as err:  # JSON, but not the etcd reply we asked for
+            first = err.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "<reply>"
+            raise RendezvousConnectionError(
+                f"etcd at {self.endpoint}: {what} {key!r}: "
+                f"unexpected reply: {where}: {first['msg']}"
+            ) from err
+        except ValueError as err:  # not JSON at all
             raise RendezvousConnectionError(
                 f"etcd at {self.endpoint}: {what} {key!r}: unexpected reply: {err}"
             ) from err
