@@ -208,3 +208,14 @@ def test_tls_refusals_are_connection_errors(tls_etcd: EtcdServer, pki: Path) -> 
     for store in (no_client_cert, unverified_server):
         with store, pytest.raises(RendezvousConnectionError, match=tls_etcd.endpoint):
             store.get("k")
+
+
+def test_node_main_over_tls(
+    tls_etcd: EtcdServer, pki: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert tls_etcd.url.startswith("etcds://")
+    argv = ["--store", f"{tls_etcd.url}/tls-job", "--run-id", "tls-main", "--min-nodes", "1"]
+    argv += ["--max-nodes", "1", "--etcd-ca-cert", str(pki / "ca.pem"), "--close"]
+    argv += ["--etcd-cert", str(pki / "client.pem"), "--etcd-key", str(pki / "client.key")]
+    assert node_main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["world_size"] == 1
