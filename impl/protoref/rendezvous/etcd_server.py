@@ -4,10 +4,14 @@ It runs Debian's ``etcd-server`` binary (``/usr/bin/etcd``, etcd 3.4) on free lo
 with a temporary data directory, waits until ``/health`` answers, and on exit stops the process
 and removes the directory. It never touches a system service. For a real cluster, skip this and
 point :class:`~protoref.rendezvous.etcd_store.EtcdStore` at its endpoint.
+
+By hand: ``python -m protoref.rendezvous.etcd_server`` prints ``{"endpoint", "url", "pid"}`` as
+one JSON line and keeps etcd running until Ctrl-C or SIGTERM (then stops it and cleans up).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -17,7 +21,9 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -84,13 +90,19 @@ class EtcdStartError(ProtorefError):
 
 
 def find_etcd(binary: str | Path | None = None) -> Path:
-    """The etcd binary: ``binary``, else ``$PROTOREF_ETCD``, else ``/usr/bin/etcd`` or PATH."""
-    candidates = [binary, os.environ.get("PROTOREF_ETCD"), _DEFAULT_BINARY, shutil.which("etcd")]
-    for candidate in candidates:
+    """The etcd binary: ``binary``, else ``$PROTOREF_ETCD``, else ``/usr/bin/etcd`` or PATH.
+
+    A binary asked for by name (argument or variable) must exist: no silent fallback.
+    """
+    asked = binary or os.environ.get("PROTOREF_ETCD")
+    if asked:
+        if Path(asked).is_file() and os.access(asked, os.X_OK):
+            return Path(asked)
+        raise EtcdNotInstalledError(f"etcd binary {asked} is not an executable file")
+    for candidate in (_DEFAULT_BINARY, shutil.which("etcd")):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate)
-    asked = f" (asked for {binary})" if binary else ""
-    raise EtcdNotInstalledError(f"no etcd binary found{asked}: {ETCD_INSTALL_HINT}")
+    raise EtcdNotInstalledError(f"no etcd binary found: {ETCD_INSTALL_HINT}")
 
 
 def _free_port(host: str) -> int:
@@ -275,3 +287,30 @@ def _tail(log_path: Path, lines: int = 8) -> str:
         text = log_path.read_text(errors="replace").strip().splitlines()
         return " | ".join(text[-lines:]) or "(empty log)"
     return "(no log)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a throwaway etcd until Ctrl-C or SIGTERM; print where it listens."""
+    parser = argparse.ArgumentParser(
+        prog="python -m protoref.rendezvous.etcd_server",
+        description="A throwaway local etcd on free loopback ports (tests, trials by hand).",
+    )
+    parser.add_argument("--etcd", default=None, help="the etcd binary (default: /usr/bin/etcd)")
+    args = parser.parse_args(argv)
+    try:
+        server = EtcdServer(args.etcd)
+    except EtcdNotInstalledError as err:
+        print(err, file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with server:
+        where = {"endpoint": server.endpoint, "url": server.url, "pid": server.pid}
+        print(json.dumps(where), flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
