@@ -10,24 +10,36 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous.etcd_server import ETCD_INSTALL_HINT, EtcdNotInstalledError, EtcdServer
+from protoref.rendezvous.etcd_server import (
+    ETCD_INSTALL_HINT,
+    EtcdNotInstalledError,
+    EtcdServer,
+    find_etcd,
+)
 from protoref.rendezvous.etcd_store import EtcdStore
 
 _prefixes = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def etcd_server() -> Iterator[EtcdServer]:
+def etcd_binary() -> Path:
+    """The etcd binary; every test that starts an etcd asks for it (fail, or opt-out skip)."""
     try:
-        server = EtcdServer()
+        return find_etcd()
     except EtcdNotInstalledError as err:
         if os.environ.get("PROTOREF_SKIP_ETCD") == "1":
             pytest.skip(f"PROTOREF_SKIP_ETCD=1: etcd tests not run ({err})")
-        pytest.fail(f"the etcd tests need etcd: {ETCD_INSTALL_HINT}")
-    with server:
+        hint = "" if ETCD_INSTALL_HINT in str(err) else f"; {ETCD_INSTALL_HINT}"
+        pytest.fail(f"the etcd tests need etcd: {err}{hint}")
+
+
+@pytest.fixture(scope="session")
+def etcd_server(etcd_binary: Path) -> Iterator[EtcdServer]:
+    with EtcdServer(etcd_binary) as server:
         yield server
 
 

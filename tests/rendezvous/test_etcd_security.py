@@ -39,9 +39,9 @@ def _post(client: etcd3gw.Etcd3Client, path: str, body: dict[str, object]) -> No
 
 
 @pytest.fixture(scope="module")
-def auth_etcd() -> Iterator[EtcdServer]:
+def auth_etcd(etcd_binary: Path) -> Iterator[EtcdServer]:
     """root (all keys) and rdzv (read-write on PREFIX only), authentication enabled."""
-    with EtcdServer(extra_args=[f"--auth-token-ttl={TOKEN_TTL}"]) as server:
+    with EtcdServer(etcd_binary, extra_args=[f"--auth-token-ttl={TOKEN_TTL}"]) as server:
         admin = etcd3gw.client(host=server.host, port=server.client_port, timeout=30)
         _post(admin, "/auth/role/add", {"name": "root"})
         _post(admin, "/auth/user/add", {"name": "root", "password": "root-pw"})
@@ -170,7 +170,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tls_etcd(pki: Path) -> Iterator[EtcdServer]:
+def tls_etcd(etcd_binary: Path, pki: Path) -> Iterator[EtcdServer]:
     tls = EtcdTls(
         pki / "server.pem",
         pki / "server.key",
@@ -178,7 +178,7 @@ def tls_etcd(pki: Path) -> Iterator[EtcdServer]:
         pki / "client.pem",
         pki / "client.key",
     )
-    with EtcdServer(tls=tls) as server:
+    with EtcdServer(etcd_binary, tls=tls) as server:
         yield server
 
 

@@ -32,9 +32,9 @@ def _gone(pid: int) -> bool:
     return not stat.exists() or stat.read_text().split(")")[-1].split()[0] == "Z"
 
 
-def test_start_serve_stop_and_clean_up(etcd_server: EtcdServer) -> None:
+def test_start_serve_stop_and_clean_up(etcd_server: EtcdServer, etcd_binary: Path) -> None:
     """A second server next to the session's: its own ports, its own data, nothing left."""
-    with EtcdServer() as other:
+    with EtcdServer(etcd_binary) as other:
         assert other.client_port != etcd_server.client_port
         workdir = other._workdir
         assert workdir is not None
@@ -67,8 +67,8 @@ def test_a_binary_that_exits_is_a_start_error(tmp_path: Path) -> None:
         EtcdServer(fake).start()
 
 
-def test_the_command_line_runs_etcd_until_sigterm() -> None:
-    cmd = [sys.executable, "-m", "protoref.rendezvous.etcd_server"]
+def test_the_command_line_runs_etcd_until_sigterm(etcd_binary: Path) -> None:
+    cmd = [sys.executable, "-m", "protoref.rendezvous.etcd_server", "--etcd", str(etcd_binary)]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
         try:
             assert proc.stdout is not None
