@@ -377,6 +377,15 @@ class Simulator:
     def _share_any(self, w: WorkerId, others: Sequence[WorkerId], r: Gid, parent: Gid) -> None:
         self.share(w, self.rng.choice(others), r, parent)
 
+    def _app_enabled(self, mode: Mode) -> bool:
+        """Whether :meth:`_app_options` would offer anything (without building the options: the
+        scheduler needs them only when it picks an application step)."""
+        if mode == "system":
+            return False
+        if mode == "workload":
+            return True  # every worker may always create a local RRef or call rpc.remote
+        return any(ctx.held or ctx.owner_held for ctx in self.contexts.values())
+
     def _app_options(self, mode: Mode) -> Options:
         weights: list[float] = []
         actions: list[Callable[[], object]] = []
@@ -432,9 +441,10 @@ class Simulator:
             for weight, action in self._shutdown_options():
                 system[0].append(weight)
                 system[1].append(action)
-        apps = self._app_options(mode) if mode != "system" else ([], [])
-        if apps[1] and (not system[1] or self.rng.random() < self.config.app_weight):
-            self._pick(apps)()
+        if self._app_enabled(mode) and (
+            not system[1] or self.rng.random() < self.config.app_weight
+        ):
+            self._pick(self._app_options(mode))()
         elif system[1]:
             self._pick(system)()
         elif self.net:
