@@ -74,6 +74,8 @@ class TLCOptions(BaseModel):
     library: tuple[Path, ...] = ()
     #: Flags passed to TLC verbatim, after ours.
     extra: tuple[str, ...] = ()
+    #: Flags for the JVM, before the class name (e.g. ``-XX:TieredStopAtLevel=1``).
+    jvm: tuple[str, ...] = ()
     #: Name the culprit of a temporal violation by re-checking properties one at a time.
     attribute_properties: bool = True
 
@@ -90,6 +92,7 @@ def tlc_command(
     cmd = tools.base_command(options.heap)
     if options.library:
         cmd.insert(1, "-DTLA-Library=" + os.pathsep.join(str(p) for p in options.library))
+    cmd[1:1] = options.jvm
     cmd += ["tlc2.TLC", "-tool", "-workers", str(options.workers), "-metadir", str(metadir)]
     if cfg is not None:
         cmd += ["-config", str(cfg)]

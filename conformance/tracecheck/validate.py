@@ -121,6 +121,10 @@ def run_rendered(
             "workers": 1,  # the registers that track the furthest cursor are per worker
             "library": tuple(library),
             "attribute_properties": False,
+            # C1 only: trace runs are short and TLC's C2 compilations cost as much CPU as the
+            # search (a 2,782-event RRef trace: 10 s of CPU with C2, 5 s without; the same at
+            # 6,000 events), and the machines have two cores.
+            "jvm": (*base.jvm, "-XX:TieredStopAtLevel=1"),
         }
     )
     with tempfile.TemporaryDirectory(prefix="tracecheck-") as tmp:

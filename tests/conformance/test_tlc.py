@@ -185,3 +185,15 @@ def test_library_path_reaches_sany(tmp_path: Path) -> None:
     assert without.verdict in {Verdict.PARSE_ERROR, Verdict.SEMANTIC_ERROR}
     with_lib = run_tlc(spec, cfg, TLCOptions(library=(tmp_path / "lib",)))
     assert with_lib.verdict is Verdict.SUCCESS, with_lib.summary
+
+
+def test_jvm_flags_go_before_the_class_and_reach_java(specs: Path, tmp_path: Path) -> None:
+    options = TLCOptions(jvm=("-XX:TieredStopAtLevel=1",), library=(tmp_path,))
+    cmd = tlc_command(specs / "Counter.tla", specs / "Counter_pass.cfg", options, tmp_path / "m")
+    assert cmd[1] == "-XX:TieredStopAtLevel=1"
+    assert cmd.index("-XX:TieredStopAtLevel=1") < cmd.index("tlc2.TLC")
+    assert cmd[2] == f"-DTLA-Library={tmp_path}"
+    bad = run_tlc(specs / "Counter.tla", specs / "Counter_pass.cfg", TLCOptions(jvm=("-XX:Nope",)))
+    assert bad.verdict is Verdict.CRASH  # the JVM refused the flag: it was passed to it
+    good = run_tlc(specs / "Counter.tla", specs / "Counter_pass.cfg", options)
+    assert good.verdict is Verdict.SUCCESS
