@@ -7,6 +7,7 @@ to the server), CAS races from threads, and the handler over etcd.
 
 from __future__ import annotations
 
+import gc
 import http.server
 import json
 import re
@@ -199,6 +200,16 @@ def test_waiting_threads_share_one_watch(etcd_store: EtcdStore, etcd_server: Etc
         assert not w.is_alive()
     assert seen == [b"3"] * 4
     assert _watchers(etcd_server) == before + 1
+
+
+def test_a_dropped_store_ends_its_watches(etcd_server: EtcdServer, etcd_prefix: str) -> None:
+    before = _watchers(etcd_server)
+    store = EtcdStore(etcd_server.endpoint, prefix=etcd_prefix)
+    assert not store.wait_for_change("k", None, 0.01)  # opens the key's watch
+    _until(lambda: _watchers(etcd_server) == before + 1)
+    del store  # never closed
+    gc.collect()
+    _until(lambda: _watchers(etcd_server) == before)
 
 
 def test_a_broken_watch_stream_is_replaced(etcd_store: EtcdStore) -> None:

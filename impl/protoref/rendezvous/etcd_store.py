@@ -26,6 +26,7 @@ import base64
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -119,6 +120,15 @@ class _BoundedAdapter(requests.adapters.HTTPAdapter):
         return super().send(request, stream, bound, verify, cert, proxies)
 
 
+def _shut(watches: dict[str, KeyWatch], session: requests.Session) -> None:
+    """End a store's watch streams and connections (``close``, or the store's finalizer)."""
+    ending = list(watches.values())
+    watches.clear()
+    for watch in ending:
+        watch.stop()
+    session.close()
+
+
 class EtcdStore:
     """:class:`~protoref.rendezvous.store.RendezvousStore` over etcd v3.
 
@@ -174,6 +184,7 @@ class EtcdStore:
         self._watches: dict[str, KeyWatch] = {}
         self._watches_lock = threading.Lock()
         self._closed = False
+        self._finalizer = weakref.finalize(self, _shut, self._watches, self._session)
         self._count_lock = threading.Lock()
         self.cas_won = 0
         self.cas_lost = 0
@@ -358,13 +369,12 @@ class EtcdStore:
         return "etcd"
 
     def close(self) -> None:
-        """End the watches and close the HTTP connections (the store is unusable afterwards)."""
+        """End the watches and close the HTTP connections (the store is unusable afterwards).
+
+        A store dropped without ``close`` is closed when it is garbage-collected."""
         with self._watches_lock:
             self._closed = True
-            watches, self._watches = list(self._watches.values()), {}
-        for watch in watches:
-            watch.stop()
-        self._session.close()
+        self._finalizer()
 
     def __enter__(self) -> EtcdStore:
         return self
