@@ -72,6 +72,7 @@ class Envelope:
     # The scheduler's two options for this envelope, built once when it is sent.
     deliver: Callable[[], object] = field(default=lambda: None, repr=False)
     retry: Callable[[], object] = field(default=lambda: None, repr=False)
+    retryable: bool = False  # RetrySend is enabled: a first attempt of a retried message
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,7 @@ class Simulator:
         env = Envelope(m, stamp, self.now + delay)
         env.deliver = partial(self._deliver_envelope, env)
         env.retry = partial(self._retry_envelope, env)
+        env.retryable = self.config.duplicates and m.dup == 0 and m.type in ev.RETRIED
         self.net.append(env)
 
     def _record(
@@ -240,21 +242,21 @@ class Simulator:
             raise ValueError(f"RetrySend of {m!r}: only first attempts of retried messages")
         seq, lamport = self.clocks[m.src].local()
         env.msg = m.model_copy(update={"dup": 1})
+        env.retryable = False
         self._send(m.model_copy(update={"dup": 2}), lamport)
         self._record(RetrySendArgs(m=m), m.src, seq, lamport, self.contexts[m.src])
 
     def _system_options(self) -> Options:
         weights: list[float] = []
         actions: list[Callable[[], object]] = []
-        now, duplicates = self.now, self.config.duplicates
+        weight, action, now = weights.append, actions.append, self.now
         for env in self.net:
             if env.ready_at <= now:
-                weights.append(1.0)
-                actions.append(env.deliver)
-            m = env.msg
-            if duplicates and m.dup == 0 and m.type in ev.RETRIED:
-                weights.append(0.3)
-                actions.append(env.retry)
+                weight(1.0)
+                action(env.deliver)
+            if env.retryable:
+                weight(0.3)
+                action(env.retry)
         for w, ctx in self.contexts.items():
             cached = self._destructors.get(w)
             if cached is None or cached[0] is not ctx:
