@@ -83,7 +83,7 @@ class KeyWatch:
         reason = "the reader stopped on an unexpected error"
         try:
             reason = self._consume()
-        except (requests.RequestException, OSError, ValueError) as err:
+        except Exception as err:  # whatever stops the reader ends the stream; keep the reason
             reason = f"{type(err).__name__}: {err}"
         finally:
             with self.cond:
