@@ -1,17 +1,20 @@
 """Benchmark: time until the last of N nodes returns from ``next_rendezvous``, ours vs torch 2.13.
 
-Every node is a thread of this process, all released by one barrier; min = max = N, keep-alive
-1 s, other timeouts at torch's defaults. Ours run on the in-memory store and on the file store;
-torch's ``DynamicRendezvousHandler`` on the C10d backend over a ``TCPStore`` on loopback (each
-node its own client, as separate agents would have). torch is optional: without it the torch
-column says why. ``python -m protoref.rendezvous.bench [--sizes 2 4 ...] [--out FILE]`` prints the
-table and, with ``--out``, writes it into FILE between ``<!-- bench:rendezvous:start -->``
+Two tables. Threads: every node a thread of this process, all released by one barrier; ours on
+the in-memory store and on the file store, torch's ``DynamicRendezvousHandler`` on the C10d
+backend over a ``TCPStore`` on loopback (each node its own client). Processes: every node its own
+OS process (:mod:`protoref.rendezvous.procbench`); ours on the file store and on a throwaway local
+etcd, torch on a TCPStore. min = max = N, keep-alive 1 s, other timeouts at torch's defaults.
+torch and etcd are optional: without them their columns say why.
+``python -m protoref.rendezvous.bench [--sizes 2 4 ...] [--out FILE]`` prints the tables and,
+with ``--out``, writes them into FILE between ``<!-- bench:rendezvous:start -->``
 markers (replacing an earlier run's section, leaving the rest of the file alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import statistics
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from protoref.rendezvous.handler import DynamicRendezvousHandler
+from protoref.rendezvous.procbench import measure_processes
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings
 from protoref.rendezvous.store import FileStore, InMemoryStore, RendezvousStore
 
@@ -75,7 +79,7 @@ def measure_ours(n: int, make_store: Callable[[], RendezvousStore]) -> float:
         DynamicRendezvousHandler(store, cfg, node=NodeDesc("127.0.0.1", os.getpid(), i))
         for i in range(n)
     ]
-    return _race([(h.next_rendezvous, h._stop_heartbeats) for h in handlers])
+    return _race([(h.next_rendezvous, h._heartbeats.close) for h in handlers])
 
 
 def torch_missing() -> str | None:
@@ -148,26 +152,113 @@ def run(sizes: Sequence[int], repeats: int) -> list[str]:
     return rows
 
 
-def write_section(path: Path, rows: Sequence[str], sizes: Sequence[int], repeats: int) -> None:
+def _etcd_missing() -> str | None:
+    try:
+        from protoref.rendezvous.etcd_server import find_etcd  # noqa: PLC0415 - optional
+
+        find_etcd()
+    except Exception as err:
+        return str(err)
+    return None
+
+
+def _cell(took: float | None) -> str:
+    return "-" if took is None else f"{took:.3f}"
+
+
+def _ratio(torch_s: float | None, ours: float | None) -> str:
+    return "-" if torch_s is None or ours is None else f"{torch_s / ours:.0f}x"
+
+
+def _file_url(parent: str) -> str:
+    return f"file:{tempfile.mkdtemp(dir=parent)}"
+
+
+def _etcd_url(server: str) -> str:
+    return f"{server}/bench{time.monotonic_ns()}"  # a fresh key prefix per run
+
+
+def _ours_in_processes(n: int, store_url: Callable[[], str]) -> float:
+    return measure_processes("ours", n, store_url(), f"p{n}")
+
+
+def run_processes(sizes: Sequence[int], repeats: int) -> list[str]:
+    """The multi-process table: each node its own OS process (see :mod:`.procbench`)."""
+    missing, etcd_missing = torch_missing(), _etcd_missing()
+    rows = [
+        "| N | torch 2.13, TCPStore (s) | ours, file store (s) | ours, etcd (s) "
+        "| torch / ours (file) | torch / ours (etcd) |",
+        "|---|---|---|---|---|---|",
+    ]
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        etcd_url: str | None = None
+        if etcd_missing is None:
+            from protoref.rendezvous.etcd_server import EtcdServer  # noqa: PLC0415 - optional
+
+            etcd_url = stack.enter_context(EtcdServer()).url
+        server: Any = None
+        if missing is None:
+            dist: Any = importlib.import_module("torch.distributed")
+            server = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+        for n in sizes:
+            fil = _median(partial(_ours_in_processes, n, partial(_file_url, tmp)), repeats)
+            etc: float | None = None
+            if etcd_url is not None:
+                etc = _median(partial(_ours_in_processes, n, partial(_etcd_url, etcd_url)), repeats)
+            t: float | None = None
+            if server is not None:
+                t = measure_processes("torch-tcp", n, f"127.0.0.1:{server.port}", f"p{n}")
+            row = (
+                f"| {n} | {_cell(t)} | {fil:.3f} | {_cell(etc)} "
+                f"| {_ratio(t, fil)} | {_ratio(t, etc)} |"
+            )
+            print(row, flush=True)
+            rows.append(row)
+    if missing is not None:
+        rows.append(f"\ntorch skipped: {missing}.")
+    if etcd_missing is not None:
+        rows.append(f"\netcd skipped: {etcd_missing}.")
+    return rows
+
+
+def write_section(
+    path: Path,
+    threads: Sequence[str],
+    processes: Sequence[str],
+    args: argparse.Namespace,
+) -> None:
     """Replace (or append) this benchmark's section of ``path``."""
+    procs = " ".join(map(str, args.process_sizes))
     body = "\n".join(
         [
             START,
             "## Rendezvous: time to complete a round",
             "",
-            "Wall time from releasing N nodes (threads of one process, one barrier) until the",
-            "last one returns from `next_rendezvous`; min = max = N, keep-alive 1 s, torch's",
-            f"default timeouts. Ours: median of {repeats} runs; torch: one run (each takes about",
-            "a second). Generated by `python -m protoref.rendezvous.bench --out "
-            "docs/performance.md` "
-            f"(sizes {' '.join(map(str, sizes))}), on {os.cpu_count()} cores.",
+            "Time from releasing N nodes until the last one returns from `next_rendezvous`;",
+            "min = max = N, keep-alive 1 s, torch's default timeouts. Generated by",
+            "`python -m protoref.rendezvous.bench --out docs/performance.md` "
+            f"(thread sizes {' '.join(map(str, args.sizes))}, process sizes {procs}) on "
+            f"{os.cpu_count()} cores shared with other jobs (load average "
+            f"{os.getloadavg()[0]:.0f} when written).",
             "",
-            *rows,
+            "### Threads of one process",
             "",
-            "torch's time is dominated by the fixed 1 s sleep of its SYNC action and, in round 0,",
-            "a random 0-0.3 s start delay; its `next_rendezvous` also sets up the bootstrap",
-            "TCPStore on rank 0. Ours waits on the store's change notification (in-memory: a",
-            "Condition; file store: polling with 0.5-10 ms backoff) and has no start delay.",
+            f"One barrier releases every node. Ours: median of {args.repeats} runs; torch: one",
+            "run on a TCPStore on loopback (each node its own client).",
+            "",
+            *threads,
+            "",
+            "### One OS process per node",
+            "",
+            "Each node is a process (`protoref.rendezvous.procbench`) that imports, builds its",
+            "handler and blocks on stdin; the parent stamps `time.monotonic()` and writes `go`",
+            "to every worker; each stamps its return (CLOCK_MONOTONIC is system-wide, so stamps",
+            "are comparable). Ranks are checked to be a permutation of 0..N-1. Ours: median of",
+            f"{args.process_repeats} runs on the file store and on a throwaway local etcd;",
+            "torch: one run on a TCPStore served by the parent.",
+            "",
+            *processes,
             END,
         ]
     )
@@ -182,16 +273,25 @@ def write_section(path: Path, rows: Sequence[str], sizes: Sequence[int], repeats
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m protoref.rendezvous.bench", description=__doc__)
-    p.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8, 16, 32, 64])
+    p.add_argument("--sizes", type=int, nargs="*", default=[2, 4, 8, 16, 32, 64])
     p.add_argument("--repeats", type=int, default=5, help="runs of ours per size (median)")
+    p.add_argument(
+        "--process-sizes",
+        type=int,
+        nargs="*",
+        default=[2, 4, 8, 16, 32],
+        help="N for the one-process-per-node table (empty: skip it)",
+    )
+    p.add_argument("--process-repeats", type=int, default=3, help="runs of ours per size")
     p.add_argument("--out", type=Path, default=None, help="write the section into this file")
     args = p.parse_args(argv)
     missing = torch_missing()
     if missing:
         print(f"note: {missing}; only our handler is measured", flush=True)
-    rows = run(args.sizes, args.repeats)
+    threads = run(args.sizes, args.repeats)
+    processes = run_processes(args.process_sizes, args.process_repeats)
     if args.out is not None:
-        write_section(args.out, rows, args.sizes, args.repeats)
+        write_section(args.out, threads, processes, args)
         print(f"written to {args.out}")
     return 0
 
