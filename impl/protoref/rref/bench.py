@@ -134,19 +134,18 @@ def render(fig: Figures, command: str) -> str:
     return "\n".join(
         [
             START,
-            "## RRef simulator: protocol events per second, tracing off and on",
-            "",
-            f"Measured {when} by `{command}`: {fig.runs} seeded runs of {fig.steps} workload",
-            "steps each (3 workers, default faults, graceful shutdown, drain), best of",
-            f"{fig.rounds} alternating rounds per mode; load average at the end: {load}",
-            f"({os.cpu_count()} cores). Calibration: {fig.calibration_ns:.0f} ns of CPU per",
-            "iteration of a plain `total += i` loop in the same process.",
+            f"Measured {when} by `{command}`: {fig.runs} seeded runs of {fig.steps}",
+            "workload steps each (3 workers, default faults, graceful shutdown, drain), best of",
+            f"{fig.rounds} alternating rounds per mode, on {os.cpu_count()} cores with load "
+            f"average {load} at the end.",
+            f"Calibration: {fig.calibration_ns:.0f} ns of CPU per iteration of a plain "
+            "`total += i` loop in the same process.",
             "",
             *table,
             "",
-            f"Tracing on / off: **{fig.ratio:.2f}x** CPU time; one traced pass writes "
-            f"{fig.trace_bytes / 1e6:.1f} MB ({fig.trace_bytes / fig.on.events:.0f} bytes "
-            "per event).",
+            f"Tracing on / off: **{fig.ratio:.2f}x** CPU time. One traced pass writes "
+            f"{fig.trace_bytes / 1e6:.1f} MB ({fig.trace_bytes / fig.on.events:.0f} bytes per "
+            "event).",
             END,
         ]
     )
