@@ -150,7 +150,7 @@ def test_graceful_shutdown_deletes_held_users_reports_them_and_its_trace_is_acce
     assert not w1.node.ctx.owners
     assert not w1.node.ctx.forks
     with pytest.raises(rpc.RPCError, match="shut down"):
-        w0.in_loop(lambda: None)
+        w0.act(lambda: None)
     merged = merge_traces([load_trace(tmp_path / f"w{i}.ndjson") for i in range(3)])
     names = [e.event for e in merged.events]
     assert names.count("WaitAllWorkers") == 1

@@ -3,13 +3,14 @@
 Peers are found through a master (rank 0) at ``master_addr:master_port``, as torch's
 MASTER_ADDR/MASTER_PORT: every other worker listens on a port of its own (0: the OS picks),
 dials the master, sends a ``Join`` and receives the peer table once ``world_size`` workers have
-joined. Application threads talk to the loop only through ``call_soon_threadsafe``; the core
-state is touched on the loop thread alone.
+joined. Application threads step the core themselves under the node's lock (the loop thread
+takes the same lock for arriving frames); sockets and timers belong to the loop thread, which
+application threads reach through ``call_soon_threadsafe``.
 
 Graceful shutdown follows PyTorch's: ``_wait_all_workers`` (barrier 1, after this worker's own
 user calls and UDFs finished), then ``delAllUsersAndUnforkedOwners`` (wait until pendingUsers_,
-pendingChildren_ and this worker's fetches drained; release every confirmed UserRRef still
-alive, so its USER_DELETE goes; wait for every retried control message to be acked), barrier 2,
+pendingChildren_ and this worker's fetches drained; delete every confirmed UserRRef still
+alive, held ones included; wait for every retried control message to be acked), barrier 2,
 then the leak report (what RRefContext still holds) and the links close.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -171,6 +173,7 @@ class Agent:
 
     def start(self) -> None:
         self.thread.start()
+        self.node.loop, self.node.loop_thread = self.loop, self.thread.ident
         future = asyncio.run_coroutine_threadsafe(self._init(), self.loop)
         try:
             future.result(self.options.connect_timeout + 5)
@@ -269,7 +272,12 @@ class Agent:
         self.node.on_link_ready(peer, welcome, generation)
 
     def _send_frame(self, peer: str, cls: Callable[..., fr.Frame], **fields: Any) -> int:
-        return self.transport.send(peer, cls, **fields)
+        """Write on the loop thread; from another thread the write is handed to the loop (the
+        generation is then unknown: only the loop sends retried messages, see Node.emit)."""
+        if threading.get_ident() == self.thread.ident:
+            return self.transport.send(peer, cls, **fields)
+        post(self.loop, functools.partial(self.transport.send, peer, cls, **fields))
+        return -1
 
     # ------------------------------------------------------------------ rendezvous
 
@@ -305,31 +313,25 @@ class Agent:
 
     # ------------------------------------------------------------------ helpers
 
-    def in_loop(self, fn: Callable[[], T], timeout: float | None = None) -> T:
-        """Run ``fn`` on the loop thread and return its result (raises what it raised)."""
+    def act(self, fn: Callable[[], T]) -> T:
+        """Run an application operation on the calling thread under the core's lock: the step
+        happens here, only the socket writes go to the loop. (Waking the loop thread and
+        waiting for it doubled the latency of every call on a busy machine.)"""
         if self.closed:
             raise RPCError(f"RPC on {self.name} is shut down")
-        if threading.get_ident() == self.thread.ident:
+        with self.node.lock:
             return fn()
-        done: cf.Future[T] = cf.Future()
-
-        def run() -> None:
-            try:
-                done.set_result(fn())
-            except BaseException as err:
-                done.set_exception(err)
-
-        self.loop.call_soon_threadsafe(run)
-        return done.result(timeout)
 
     def _run_udf(self, fn: Callable[[], Any]) -> cf.Future[Any]:
-        self.udfs_running += 1
+        with self.node.lock:
+            self.udfs_running += 1
         future = self.executor.submit(fn)
-        future.add_done_callback(lambda _f: post(self.loop, self._udf_done))
+        future.add_done_callback(lambda _f: self._udf_done())
         return future
 
     def _udf_done(self) -> None:
-        self.udfs_running -= 1
+        with self.node.lock:
+            self.udfs_running -= 1
 
     def worker_info(self, name: str) -> WorkerInfo:
         return WorkerInfo(name, self.ranks[name])
@@ -351,7 +353,7 @@ class Agent:
             self.node.boxes[r] = box
             return r, box
 
-        return self.in_loop(run)
+        return self.act(run)
 
     def remote(
         self, to: str, fn: Callable[..., Any] | str, args: Sequence[Any], kwargs: dict[str, Any]
@@ -366,14 +368,14 @@ class Agent:
             f = node.ctx.new_id(1) if to != self.name else r
             step = node.apply(ev.Remote(dst=to), send=False)
             for m in step.sent:
-                node.send_proto(m, node.clock.lamport, call=body)
+                node.emit(m, node.clock.lamport, call=body)
             node.remote_timer(r, f)
             if to == self.name:
                 box = node.boxes.setdefault(r, cf.Future())
                 return RRef._owner_side(self, r, box, held=True)
             return RRef._user_side(self, to, r, f)
 
-        return self.in_loop(run)
+        return self.act(run)
 
     def rpc_async(
         self,
@@ -404,7 +406,7 @@ class Agent:
             self._send_frame(to, fr.UserCall, stamp=node.clock.lamport, call_id=call_id, body=body)
             self._expire(call_id, limit)
 
-        self.in_loop(run)
+        self.act(run)
         return future
 
     @staticmethod
@@ -417,13 +419,14 @@ class Agent:
 
     def _expire(self, call_id: int, limit: float) -> None:
         def fire() -> None:
-            future = self.node.calls.pop(call_id, None)
+            with self.node.lock:
+                future = self.node.calls.pop(call_id, None)
             if future is not None and not future.done():
                 future.set_exception(RPCTimeoutError(f"call {call_id} timed out after {limit} s"))
             self.node.on_step()
 
         if limit > 0:
-            self.loop.call_later(limit, fire)
+            self.node.later(lambda: self.loop.call_later(limit, fire))
 
     def fetch(self, f: Gid, r: Gid, timeout: float | None) -> Any:
         limit = self.options.rpc_timeout if timeout is None else timeout
@@ -445,7 +448,7 @@ class Agent:
             node.apply(ev.ToHere(f=f))
             node.fetches[f] = future
 
-        self.in_loop(run)
+        self.act(run)
         try:
             return future.result(limit if limit > 0 else None)
         except RPCTimeoutError:
@@ -497,15 +500,18 @@ class Agent:
         seq, lamport = self.barrier_clock.receive(max(arrived.values()))
         if phase == 1 and self.sink.enabled:
             # WaitAllWorkers is one global step: logged once, above every arrival's clock.
-            post = core_step(self.node.ctx, ev.WaitAllWorkers()).state
-            self.sink.emit(make_event(WaitAllWorkersArgs(), BARRIER, seq, lamport, post))
+            with self.node.lock:
+                post_state = core_step(self.node.ctx, ev.WaitAllWorkers()).state
+                event = make_event(WaitAllWorkersArgs(), BARRIER, seq, lamport, post_state)
+                self.sink.emit(event)
         for other in self.ranks:
             if other != self.name:
                 self._send_frame(other, fr.BarrierGo, phase=phase, stamp=lamport)
         self._pass(phase, lamport)
 
     def _pass(self, phase: int, stamp: int) -> None:
-        self.node.clock.lamport = max(self.node.clock.lamport, stamp)
+        with self.node.lock:
+            self.node.clock.lamport = max(self.node.clock.lamport, stamp)
         if phase == 1:
             # From here on no new user call (AppCanAct): until every worker arrived, this
             # worker's UDFs may still call out on behalf of callers that have not arrived.

@@ -18,6 +18,7 @@ import asyncio
 import concurrent.futures as cf
 import contextlib
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +85,11 @@ class Node:
     agent: Any = None  # the Agent (handles need it for their methods)
     on_step: Callable[[], None] = lambda: None  # shutdown waits re-check after every step
     frozen: bool = False  # set when the links close: late GC drops are not applied any more
+    #: Guards the core state and the maps around it: application threads step the core
+    #: themselves (no trip through the loop), the loop thread steps it for arriving frames.
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    loop: asyncio.AbstractEventLoop | None = None  # None: everything runs on one thread (tests)
+    loop_thread: int | None = None
     _ids: int = 0
 
     def __post_init__(self) -> None:
@@ -97,6 +103,10 @@ class Node:
 
     def apply(self, inp: ev.RRefInput, stamp: int | None = None, *, send: bool = True) -> Step:
         """One core step: state, trace event, sends (unless the caller sends them itself)."""
+        with self.lock:
+            return self._apply(inp, stamp, send)
+
+    def _apply(self, inp: ev.RRefInput, stamp: int | None, send: bool) -> Step:
         before = self.ctx
         result = core_step(before, inp)  # raises ProtocolError with the state untouched
         self.ctx = result.state
@@ -108,7 +118,7 @@ class Node:
             )
         if send:
             for m in result.sent:
-                self.send_proto(m, lamport)
+                self.emit(m, lamport)
         self._destructors(before)
         self._forget_values()
         self.on_step()
@@ -132,6 +142,22 @@ class Node:
         if len(self.boxes) > len(keep):
             for r in [r for r in self.boxes if r not in keep]:
                 del self.boxes[r]
+
+    def on_loop(self) -> bool:
+        return self.loop_thread is None or threading.get_ident() == self.loop_thread
+
+    def later(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` on the loop thread soon (now, if this is it: order is kept either way)."""
+        if self.on_loop():
+            fn(*args)
+        else:
+            assert self.loop is not None
+            post(self.loop, fn, *args)
+
+    def emit(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
+        """Send a message a step produced; from an application thread the send is handed to
+        the loop (links are the loop's), where a retried message gets its link generation."""
+        self.later(self.send_proto, m, stamp, call)
 
     def send_proto(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
         if m.dst == self.me:  # to self through the loop, never inline: it is a separate step
@@ -181,6 +207,12 @@ class Node:
         """Encode payload parts for ``dst``; their RRefs are forked (``PrepareChildFork``) only
         after every part encoded and every fork was dry-run on a copy of the state, so a
         refused payload leaves no pending child behind."""
+        with self.lock:  # the dry run and the forks see one state
+            return self._encode_parts(parts, dst)
+
+    def _encode_parts(
+        self, parts: Sequence[tuple[Any, str]], dst: WorkerId
+    ) -> tuple[list[Any], tuple[ev.PythonCall, ...]]:
         found: list[RRef[Any]] = []
 
         def on_rref(h: Any) -> int:
@@ -263,7 +295,8 @@ class Node:
 
     def on_frame(self, peer: WorkerId, frame: fr.Frame, ack: Callable[[int], None]) -> None:
         try:
-            self._dispatch(peer, frame, ack)
+            with self.lock:
+                self._dispatch(peer, frame, ack)
         except ProtocolError as err:  # the core refused: its state is unchanged
             self.protocol_errors.append(err)
             log.warning("%s: frame %s from %s refused: %s", self.me, frame.kind, peer, err)
@@ -349,6 +382,10 @@ class Node:
         udf.add_done_callback(lambda d: post(loop, self._remote_done, m, stamp, d))
 
     def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
+        with self.lock:
+            self._assign(m, stamp, done)
+
+    def _assign(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
         box = self.boxes.get(m.rref)
         if box is not None and not box.done():
             exc = done.exception()
@@ -408,6 +445,10 @@ class Node:
         """A (re)dialed link: control messages written on an older link that the acceptor never
         applied were lost with it; ``RetrySend`` re-sends each once, causally after the Welcome
         (the acceptor dropped the old link before reporting what it had applied)."""
+        with self.lock:
+            self._retry_lost(peer, welcome, generation)
+
+    def _retry_lost(self, peer: WorkerId, welcome: fr.Welcome, generation: int) -> None:
         self._merge(welcome.lamport)
         done = set(welcome.processed)
         for ctl, (m, gen) in sorted(self.unacked.items()):
@@ -429,10 +470,16 @@ class Node:
     # ------------------------------------------------------------------ application calls
 
     def remote_timer(self, r: Gid, f: Gid) -> None:
-        loop = asyncio.get_running_loop()
-        loop.call_later(self.rpc_timeout, self._maybe_time_out, r, f)
+        def arm() -> None:
+            asyncio.get_running_loop().call_later(self.rpc_timeout, self._maybe_time_out, r, f)
+
+        self.later(arm)
 
     def _maybe_time_out(self, r: Gid, f: Gid) -> None:
+        with self.lock:
+            self._time_out_if_pending(r, f)
+
+    def _time_out_if_pending(self, r: Gid, f: Gid) -> None:
         alive = f in self.ctx.pending_users if f != r else r in self.ctx.self_calls
         if alive:
             self.apply(ev.TimeOutRemote(r=r, f=f))
@@ -440,19 +487,18 @@ class Node:
     def pass_barrier(self) -> None:
         """RRef.tla ``WaitAllWorkers`` on this context: one global step, logged once by the
         master under the environment actor ``barrier`` (see Agent._arrive)."""
-        self.ctx = core_step(self.ctx, ev.WaitAllWorkers()).state
+        with self.lock:
+            self.ctx = core_step(self.ctx, ev.WaitAllWorkers()).state
 
     def drop_user(self, f: Gid) -> None:
-        if self.frozen:
-            return
-        if f in self.ctx.held:
-            self.apply(ev.DropRRef(f=f))
+        with self.lock:
+            if not self.frozen and f in self.ctx.held:
+                self.apply(ev.DropRRef(f=f))
 
     def drop_owner(self, r: Gid) -> None:
-        if self.frozen:
-            return
-        if r in self.ctx.owner_held:
-            self.apply(ev.DropOwnerRRef(r=r))
+        with self.lock:
+            if not self.frozen and r in self.ctx.owner_held:
+                self.apply(ev.DropOwnerRRef(r=r))
 
     def calls_quiet(self) -> bool:
         """No user call of this worker is in flight (RRef.tla ``WaitAllWorkers``'s guard):
