@@ -97,6 +97,7 @@ def test_non_json_values_travel_through_an_explicit_codec() -> None:
 
 def test_a_call_that_outlives_its_timeout_fails_with_a_typed_error() -> None:
     with world(2) as (w0, _w1), w0.use():
+        rpc.rpc_sync("w1", udfs.close_gate)
         with pytest.raises(rpc.RPCTimeoutError, match="timed out"):
             rpc.rpc_sync("w1", udfs.gate, (1,), timeout=0.05)
         rpc.rpc_sync("w1", udfs.open_gate)

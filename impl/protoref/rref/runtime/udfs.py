@@ -11,7 +11,7 @@ from typing import Any
 
 from protoref.rref.runtime.handle import RRef
 
-__all__ = ["add", "echo", "fail", "fetch", "gate", "make_rref", "open_gate", "take"]
+__all__ = ["add", "close_gate", "echo", "fail", "fetch", "gate", "make_rref", "open_gate", "take"]
 
 _gate = threading.Event()
 
@@ -51,3 +51,7 @@ def gate(value: Any) -> Any:
 
 def open_gate() -> None:
     _gate.set()
+
+
+def close_gate() -> None:
+    _gate.clear()
