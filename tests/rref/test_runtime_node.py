@@ -113,3 +113,24 @@ def test_a_refused_message_is_recorded_and_changes_nothing() -> None:
     assert "arrived on w0's link" in str(w1.protocol_errors[1])
     assert w1.ctx is before
     assert sink.records == []
+
+
+def _many_finished_users(w0: Node, count: int) -> None:
+    for i in range(count):
+        r, f = G("w1", 2 * i + 1), G("w1", 2 * i + 2)
+        w0.apply(ev.PythonCall(src="w1", dst="w0", rref=r, owner="w1", fork=f, parent=r), stamp=1)
+        w0.drop_user(f)  # DropRRef + DelUser: finished, referenced by nothing
+
+
+def test_an_untraced_worker_forgets_finished_users_a_traced_one_keeps_the_history() -> None:
+    from protoref.rref.runtime.node import COMPACT_EVERY  # noqa: PLC0415
+    from protoref.tracing import NullSink  # noqa: PLC0415
+
+    quiet = Node(me="w0", send_frame=FakeLinks().send, run_udf=no_udfs, sink=NullSink())
+    _many_finished_users(quiet, COMPACT_EVERY)  # 3 steps each
+    assert len(quiet.ctx.users) < COMPACT_EVERY
+    assert quiet.ctx.deleted <= frozenset(quiet.ctx.users)
+    traced, _, _ = node("w0")
+    _many_finished_users(traced, COMPACT_EVERY)
+    assert len(traced.ctx.users) == COMPACT_EVERY  # the spec's history, as the trace logs it
+    assert len(traced.ctx.deleted) == COMPACT_EVERY

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from protoref.errors import ProtocolError
@@ -44,6 +44,8 @@ Gid = GloballyUniqueId
 log = logging.getLogger("protoref.rref.runtime")
 #: How many rejected frames / protocol errors a node keeps for inspection.
 KEEP_ERRORS = 256
+#: Untraced workers forget finished UserRRefs every this many steps.
+COMPACT_EVERY = 256
 
 
 def post(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
@@ -91,6 +93,7 @@ class Node:
     loop: asyncio.AbstractEventLoop | None = None  # None: everything runs on one thread (tests)
     loop_thread: int | None = None
     _ids: int = 0
+    _steps: int = 0
 
     def __post_init__(self) -> None:
         self.ctx = RRefContext(me=self.me)
@@ -121,6 +124,9 @@ class Node:
                 self.emit(m, lamport)
         self._destructors(before)
         self._forget_values()
+        self._steps += 1
+        if self._steps % COMPACT_EVERY == 0 and not self.sink.enabled:
+            self._forget_finished_users()
         self.on_step()
         return result
 
@@ -136,6 +142,25 @@ class Node:
         for f in sorted(maybe):
             if f in self.ctx.users and f not in self.ctx.deleted and not self.ctx.referenced(f):
                 self.apply(ev.DelUser(f=f))
+
+    def _forget_finished_users(self) -> None:
+        """Untraced runs only: drop the records of UserRRefs that are deleted and referenced by
+        nothing. The spec keeps them forever (``users``, ``deleted``, ``fetched`` are history
+        it logs), which makes a long-running worker's memory and every step's cost grow with
+        each RRef it ever had. No guard of the core can need a forgotten record: every message
+        about such a UserRRef that can still arrive is one its handler drops (docs/divergences.md
+        16). A traced run keeps them, so its post-states stay the spec's."""
+        c = self.ctx
+        gone = frozenset(f for f in c.deleted if f in c.users and not c.referenced(f))
+        if gone:
+            users = {f: u for f, u in c.users.items() if f not in gone}
+            self.ctx = replace(
+                c,
+                users=users,
+                deleted=c.deleted - gone,
+                fetched=c.fetched - gone,
+                timed_out=c.timed_out - gone,
+            )
 
     def _forget_values(self) -> None:
         keep = self.ctx.owners | self.ctx.owner_held | self.ctx.self_calls | self.computing
