@@ -30,3 +30,16 @@ def test_the_marked_block_is_replaced_and_the_rest_kept(tmp_path: Path) -> None:
     assert "second" in text
     assert "first" not in text
     assert text.startswith("# Performance\n\nother text\n")
+
+
+def test_the_ratio_is_the_median_over_alternating_pairs() -> None:
+    pairs = [
+        BenchResult("ours", 100, 1.0),
+        BenchResult("torch", 100, 0.5),  # 2x
+        BenchResult("ours", 100, 1.0),
+        BenchResult("torch", 100, 0.25),  # 4x
+        BenchResult("ours", 100, 1.0),
+        BenchResult("torch", 100, 1 / 3),  # 3x
+    ]
+    block = table(pairs)
+    assert "2.00x, 4.00x, 3.00x; median **3.00x** (outside the 2x goal)" in block
