@@ -97,6 +97,13 @@ Before(a, b) == NodeIndex[a] < NodeIndex[b]   \* a < b as _NodeDesc
 (* store: a sleeper may sync at any moment.  Overridden by trace specs.    *)
 SleeperWakesEarly == FALSE
 
+(* Whether an idle (or stopped) node may sync outside any op: torch's      *)
+(* is_closed() and num_nodes_waiting() take the heartbeat lock and call    *)
+(* sync() (ReadOnlySync).  FALSE in the models (a read that changes no     *)
+(* shared state and no decision: it only refreshes the node's own copy);   *)
+(* TRUE in traces of the real handler, whose callers may ask any time.     *)
+ReadOnlySyncs == FALSE
+
 ASSUME /\ NodeIndex \in [Nodes -> Nat] /\ Nodes # {}
        /\ MinNodes \in Nat \ {0} /\ MaxNodes \in Nat /\ MinNodes <= MaxNodes
        /\ Closers \subseteq Nodes /\ MaxCrashes \in Nat
@@ -386,6 +393,20 @@ SyncWriteLost(n) ==
     /\ AfterSync(n, Load(store))
     /\ UNCHANGED <<store, op, opDl, result, view>>
 
+(* is_closed() / num_nodes_waiting() of an idle or stopped handler: sync() *)
+(* outside any op (torch: under the heartbeat lock, so never during an op; *)
+(* never dirty then).  Cached within the tick, else get_state + sanitize.  *)
+(* Only the node's own copy changes.  Enabled by ReadOnlySyncs.  G5.       *)
+ReadOnlySync(n) ==
+    /\ ReadOnlySyncs
+    /\ pc[n] \in {"idle", "stopped"} /\ ~dirty[n]
+    /\ IF fresh[n]
+       THEN UNCHANGED <<tokenCurrent, local, fresh>>
+       ELSE /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
+            /\ local' = [local EXCEPT ![n] = Sanitize(Load(store))]
+            /\ fresh' = [fresh EXCEPT ![n] = TRUE]
+    /\ UNCHANGED <<store, dirty, pc, op, opDl, result, view>>
+
 -----------------------------------------------------------------------------
 (* Decide-and-apply steps: the op picked the action; the business function *)
 (* changes the local copy, which is marked dirty for the next sync.        *)
@@ -570,7 +591,7 @@ DecideStep(n) ==
 
 NodeNext(n) ==
     \/ NextRendezvous(n) \/ KeepAliveTimer(n) \/ SetClosed(n)
-    \/ SyncStep(n) \/ DecideStep(n) \/ Crash(n)
+    \/ SyncStep(n) \/ DecideStep(n) \/ Crash(n) \/ ReadOnlySync(n)
 
 Next == Tick \/ \E n \in Nodes : NodeNext(n)
 

@@ -20,6 +20,7 @@ CONFIGS = [
     SimConfig(check_invariants=True),
     SimConfig(nodes=4, min_nodes=2, max_nodes=3, check_invariants=True),
     SimConfig(nodes=3, min_nodes=1, max_nodes=3, max_crashes=2, check_invariants=True),
+    SimConfig(nodes=3, min_nodes=2, max_nodes=2, read_only_syncs=True, check_invariants=True),
 ]
 
 

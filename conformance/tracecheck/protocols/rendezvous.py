@@ -66,6 +66,8 @@ _TABLE: dict[str, tuple[str, ...]] = {
     "GracefulExit": _STOP,
     "ErrorTimeout": ("pc", "op", "opDl", "result"),
     "Crash": ("pc", "op", "opDl", "local", "dirty", "fresh"),
+    # is_closed() / num_nodes_waiting() of the real handler (ReadOnlySyncs = TRUE).
+    "ReadOnlySync": ("local", "fresh"),
 }
 
 #: Header settings that are spec constants, by the same name.
@@ -82,6 +84,7 @@ _SETTINGS = (
     "KeepAliveMaxAttempt",
     "RollbackPeriod",
     "SleeperWakesEarly",
+    "ReadOnlySyncs",
 )
 
 
@@ -119,11 +122,14 @@ RENDEZVOUS = ProtocolMap(
 def simulate(seed: int, steps: int, out: Path) -> None:
     """One seeded random run of protoref's rendezvous simulator, its trace written to ``out``.
 
-    Four nodes, min 2, max 3 and close possible from tick 6: 50 runs of 150 steps exercise
-    every spec action (last call and completion, the wait and redundancy lists, close).
+    Four nodes, min 2, max 3, any node may close from tick 6, agents asking ``is_closed()``:
+    50 runs of 150 steps exercise every spec action (last call and completion, the wait and
+    redundancy lists, close, graceful exit of a redundant node, read-only syncs).
     """
     from protoref.rendezvous.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
-    config = SimConfig(nodes=4, min_nodes=2, max_nodes=3, close_after=6)
+    config = SimConfig(
+        nodes=4, min_nodes=2, max_nodes=3, closers=4, close_after=6, read_only_syncs=True
+    )
     Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)

@@ -13,6 +13,7 @@ Differences from torch 2.13, on purpose:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -28,6 +29,7 @@ from protoref.rendezvous.errors import (
     RendezvousTimeoutError,
 )
 from protoref.rendezvous.executor import NodeRunner, Observer, Pc
+from protoref.rendezvous.handler_trace import HandlerTracer
 from protoref.rendezvous.heartbeat import HeartbeatTimer
 from protoref.rendezvous.holder import StateHolder
 from protoref.rendezvous.ops import Action, Op
@@ -62,6 +64,14 @@ class RendezvousInfo:
 _MIN_WAIT = 0.0005
 
 
+def _both(first: Observer, second: Observer) -> Observer:
+    def observe(event: str, runner: NodeRunner, now: float) -> None:
+        first(event, runner, now)
+        second(event, runner, now)
+
+    return observe
+
+
 class DynamicRendezvousHandler:
     """One node's rendezvous handler."""
 
@@ -74,12 +84,16 @@ class DynamicRendezvousHandler:
         clock: Clock | None = None,
         observer: Observer | None = None,
         start_delay: float = 0.0,
+        tracer: HandlerTracer | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.node = node or new_node_desc()
         self.clock: Clock = clock or MonotonicClock()
         self.start_delay = start_delay
+        self._tracer = tracer
+        if tracer is not None:
+            observer = tracer.observe if observer is None else _both(tracer.observe, observer)
         self._runner = NodeRunner(self.node, StateHolder(store, settings), observer)
         self._lock = threading.RLock()  # torch's _heartbeat_lock: one op at a time
         self._heartbeats = HeartbeatTimer(
@@ -131,19 +145,31 @@ class DynamicRendezvousHandler:
 
     # ------------------------------------------------------------------ the executor loop
 
+    def _step(self) -> contextlib.AbstractContextManager[None]:
+        """One step of this node: under the tracer's step lock when traced."""
+        return contextlib.nullcontext() if self._tracer is None else self._tracer.step()
+
     def _read(self) -> RendezvousState:
-        holder = self._runner.holder
-        if not holder.dirty:
-            holder.sync(self.clock.now())  # a read-only sync, outside any op (not traced)
-        return holder.state
+        """``sync()`` outside any op (the spec's ``ReadOnlySync``)."""
+        runner = self._runner
+        with self._step():
+            if not runner.holder.dirty:
+                now = self.clock.now()
+                runner.holder.sync(now)
+                if runner.observer is not None:
+                    runner.observer("ReadOnlySync", runner, now)
+            return runner.holder.state
 
     def _run(self, op: Op) -> None:
         """``_DistributedRendezvousOpExecutor.run``: sync, decide, apply until the op ends."""
         runner = self._runner
-        runner.start(op, self.clock.now())
+        with self._step():
+            runner.start(op, self.clock.now())
         while runner.pc not in (Pc.IDLE, Pc.STOPPED):
-            runner.sync_step(self.clock.now())
-            action = runner.decide_step(self.clock.now())
+            with self._step():  # one clock reading for the sync and the decision after it
+                now = self.clock.now()
+                runner.sync_step(now)
+                action = runner.decide_step(now)
             if action is Action.SYNC:
                 self._wait_for_change()
             elif action is Action.ERROR_CLOSED:
@@ -166,11 +192,12 @@ class DynamicRendezvousHandler:
         due = [runner.deadline + 1e-6, now + cfg.poll_interval]
         if s.deadline is not None:
             due.append(s.deadline + 1e-6)
+        expiry = cfg.heartbeat_expiry
         for node, beat in s.last_heartbeats.items():
-            due.append(beat + cfg.heartbeat_expiry + 1e-6)
+            due.append(beat + expiry + 1e-6)
             if node == self.node:
                 due.append(beat + cfg.keep_alive_interval)
-        timeout = max(min(due) - now, _MIN_WAIT)
+        timeout = max(self.clock.until(min(due)), _MIN_WAIT)
         self.store.wait_for_change(runner.holder.key, runner.holder.token, timeout)
 
     # ------------------------------------------------------------------ heartbeats

@@ -57,6 +57,7 @@ class SimConfig:
     late_max: int = 6  # a node's first next_rendezvous comes at a random tick in 0..late_max
     max_rejoins: int = 2  # finished nodes call next_rendezvous again at most this often in all
     close_after: int = 10  # set_closed is possible from this tick on
+    read_only_syncs: bool = False  # idle/stopped nodes call is_closed() (ReadOnlySyncs)
     check_invariants: bool = False
 
     def settings(self) -> RendezvousSettings:
@@ -133,6 +134,7 @@ class Simulator:
             "KeepAliveMaxAttempt": c.keep_alive_max_attempt,
             "RollbackPeriod": c.rollback_period,
             "SleeperWakesEarly": False,  # a sleeper syncs again only after a Tick (2.13's sleep)
+            "ReadOnlySyncs": c.read_only_syncs,
             "late_max": c.late_max,
             "max_rejoins": c.max_rejoins,
         }
@@ -201,6 +203,11 @@ class Simulator:
     def set_closed(self, r: NodeRunner) -> None:
         r.start(Op.CLOSE, self.now)
 
+    def read_only_sync(self, r: NodeRunner) -> None:
+        """``ReadOnlySync``: an agent asks ``is_closed()`` / ``num_nodes_waiting()``."""
+        r.holder.sync(self.now)
+        self._observe("ReadOnlySync", r, self.now)
+
     def crash(self, r: NodeRunner) -> None:
         self.crashes += 1
         r.crash(self.now)
@@ -222,6 +229,8 @@ class Simulator:
                     opts.append((2.0, partial(self.keep_alive_timer, r)))
             if r.node in self.closers and not cur.closed and self.now >= c.close_after:
                 opts.append((0.03, partial(self.set_closed, r)))
+        if c.read_only_syncs and r.pc in (Pc.IDLE, Pc.STOPPED) and not r.holder.dirty:
+            opts.append((0.05, partial(self.read_only_sync, r)))
         elif r.pc is Pc.SYNC or (r.pc is Pc.SLEEP and not r.holder.fresh(self.now)):
             opts.append((3.0, partial(r.sync_step, self.now)))
         elif r.pc is Pc.DECIDE:

@@ -58,11 +58,15 @@ def _nodes(nodes: frozenset[NodeDesc]) -> dict[str, JsonValue]:
     return tla_set([str(n) for n in nodes])
 
 
-def spec_value(s: RendezvousState, settings: RendezvousSettings, now: float) -> JsonValue:
-    """The spec's record for state ``s`` at time ``now`` (see the module docstring)."""
-    cap = math.floor(settings.heartbeat_expiry) + 1
-    deadline: JsonValue = [] if s.deadline is None else [max(math.ceil(s.deadline - now), -1)]
-    ages = {k: min(math.floor(now - t), cap) for k, t in s.last_heartbeats.items()}
+def spec_value(
+    s: RendezvousState, settings: RendezvousSettings, now: float, tick: float = 1.0
+) -> JsonValue:
+    """The spec's record for state ``s`` at time ``now`` (see the module docstring); times
+    are counted in ticks of ``tick`` seconds (the simulator's time is in ticks already)."""
+    cap = math.floor(settings.heartbeat_expiry / tick) + 1
+    left = None if s.deadline is None else math.ceil((s.deadline - now) / tick)
+    deadline: JsonValue = [] if left is None else [max(left, -1)]
+    ages = {k: min(math.floor((now - t) / tick), cap) for k, t in s.last_heartbeats.items()}
     return {
         "round": s.round,
         "complete": s.complete,
@@ -81,11 +85,11 @@ def _view(view: View | None) -> JsonValue:
     return {"round": view.round, "ranks": _map(view.ranks)}
 
 
-def _op_dl(runner: NodeRunner, now: float) -> int:
+def _op_dl(runner: NodeRunner, now: float, tick: float) -> int:
     if runner.op is None:
         return 0
-    floor = -math.floor(runner.settings.rollback_period) - 1
-    return max(math.ceil(runner.deadline - now), floor)
+    floor = -math.floor(runner.settings.rollback_period / tick) - 1
+    return max(math.ceil((runner.deadline - now) / tick), floor)
 
 
 # --------------------------------------------------------------------------- models
@@ -146,6 +150,7 @@ POST_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "GracefulExit": _STOP,
     "ErrorTimeout": ("pc", "op", "opDl", "result"),
     "Crash": ("pc", "op", "opDl", "local", "dirty", "fresh"),
+    "ReadOnlySync": ("local", "fresh"),
 }
 
 
@@ -189,10 +194,12 @@ def make_event(
     *,
     now: float,
     store_state: RendezvousState | None = None,
+    tick: float = 1.0,
 ) -> TraceEventBase:
     """The event of action ``name`` taken by ``runner``'s node at ``now`` (``None``: Tick).
 
-    ``store_state`` is the store's state after the step (``SyncWriteWon`` logs it).
+    ``store_state`` is the store's state after the step (``SyncWriteWon`` logs it); ``tick``
+    the length of one spec tick in the runner's time unit.
     """
     cls: type[TraceEventBase] = EVENT_MODELS[name]
     post_cls: Any = cls.model_fields["post"].annotation
@@ -202,16 +209,16 @@ def make_event(
     settings = runner.settings
     holder = runner.holder
     values: dict[str, Any] = {
-        "local": lambda: spec_value(holder.state, settings, now),
+        "local": lambda: spec_value(holder.state, settings, now, tick),
         "dirty": lambda: holder.dirty,
         "fresh": lambda: holder.fresh(now),
         "pc": lambda: runner.pc.value,
         "op": lambda: "none" if runner.op is None else runner.op.value,
-        "opDl": lambda: _op_dl(runner, now),
+        "opDl": lambda: _op_dl(runner, now, tick),
         "result": lambda: runner.result.value,
         "view": lambda: _view(runner.view),
         "store": lambda: (
-            "NoState" if store_state is None else spec_value(store_state, settings, now)
+            "NoState" if store_state is None else spec_value(store_state, settings, now, tick)
         ),
     }
     post = post_cls(**{f: values[f]() for f in POST_FIELDS[name]})

@@ -1,0 +1,167 @@
+"""Traces of the real handler (threads on the in-memory store, processes on the file store)
+are accepted by TLC; a planted handler bug is rejected.
+
+The handlers run with real threads, real waits and a :class:`TickClock`; see
+:mod:`protoref.rendezvous.handler_trace` for why their traces replay (ticks, step lock, merge).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from protoref.rendezvous import actions
+from protoref.rendezvous.clock import TickClock
+from protoref.rendezvous.handler import DynamicRendezvousHandler
+from protoref.rendezvous.handler_trace import HandlerTracer, handler_header, merge
+from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.store import FileStore, InMemoryStore
+from tracecheck.artifacts import failure_note
+from tracecheck.protocols.rendezvous import RENDEZVOUS
+from tracecheck.traces import load_trace
+from tracecheck.validate import ValidationReport, validate_traces
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SPEC_ROOT = ROOT / "spec"
+TICK = 2.0**-4
+LIMIT = 60.0  # seconds a node may take before the test fails (never reached)
+
+
+def _settings(n: int) -> RendezvousSettings:
+    return RendezvousSettings(
+        run_id="traced",
+        min_nodes=n,
+        max_nodes=n,
+        keep_alive_interval=4 * TICK,
+        heartbeat_timeout=8 * TICK,
+        cache_duration=TICK,
+        join_timeout=64.0,
+    )
+
+
+def _threads(n: int, tmp: Path) -> Path:
+    """n handler threads rendezvous, ask is_closed / num_nodes_waiting, one closes."""
+    cfg, store = _settings(n), InMemoryStore()
+    tracer = HandlerTracer(tmp / "raw.jsonl", TICK)
+    nodes = [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(n)]
+    hs = [
+        DynamicRendezvousHandler(store, cfg, node=d, clock=TickClock(TICK), tracer=tracer)
+        for d in nodes
+    ]
+    errors: list[BaseException] = []
+
+    def go(h: DynamicRendezvousHandler) -> None:
+        try:
+            h.next_rendezvous()
+            h.num_nodes_waiting()
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=go, args=(h,)) for h in hs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(LIMIT)
+    assert not errors, errors
+    threading.Event().wait(6 * TICK)  # long enough for heartbeats to fire
+    hs[0].set_closed()
+    assert hs[1].is_closed()
+    for h in hs:
+        h._heartbeats.close()
+    tracer.close()
+    out = tmp / "threads.ndjson"
+    merge([tmp / "raw.jsonl"], handler_header(cfg, nodes, TICK), out)
+    return out
+
+
+def _validate(paths: list[Path]) -> ValidationReport:
+    return validate_traces([load_trace(p) for p in paths], RENDEZVOUS, SPEC_ROOT)
+
+
+#: One node per process on a shared file store; the step lock is a file of the run.
+_NODE = """
+import sys
+from pathlib import Path
+from protoref.rendezvous.clock import TickClock
+from protoref.rendezvous.handler import DynamicRendezvousHandler
+from protoref.rendezvous.handler_trace import HandlerTracer
+from protoref.rendezvous.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.store import FileStore
+tick, store_dir, run_dir = 2.0**-4, Path(sys.argv[1]), Path(sys.argv[2])
+index, n = int(sys.argv[3]), int(sys.argv[4])
+cfg = RendezvousSettings(run_id="traced", min_nodes=n, max_nodes=n, keep_alive_interval=4 * tick,
+    heartbeat_timeout=8 * tick, cache_duration=tick, join_timeout=64.0)
+tracer = HandlerTracer(run_dir / f"raw{index}.jsonl", tick, lock=run_dir / "step.lock")
+h = DynamicRendezvousHandler(FileStore(store_dir), cfg, node=NodeDesc("127.0.0.1", 100 + index, 0),
+    clock=TickClock(tick), tracer=tracer)
+info = h.next_rendezvous()
+h.num_nodes_waiting()
+h._heartbeats.close()
+tracer.close()
+print(info.rank)
+"""
+
+
+def _processes(n: int, tmp: Path) -> Path:
+    store_dir = tmp / "store"
+    store_dir.mkdir()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _NODE, str(store_dir), str(tmp), str(i), str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n)
+    ]
+    ranks = sorted(int(p.communicate(timeout=LIMIT)[0]) for p in procs)
+    assert ranks == list(range(n))
+    assert FileStore(store_dir).get("torch.rendezvous.traced") is not None
+    nodes = [NodeDesc("127.0.0.1", 100 + i, 0) for i in range(n)]
+    out = tmp / "processes.ndjson"
+    raws = [tmp / f"raw{i}.jsonl" for i in range(n)]
+    merge(raws, handler_header(_settings(n), nodes, TICK), out)
+    return out
+
+
+def _reversed_ranks(s: RendezvousState) -> RendezvousState:
+    """Planted bug: ranks in the reverse of the _NodeDesc order (G1 broken)."""
+    order = sorted(s.participants, reverse=True)
+    return s.replace(complete=True, deadline=None, participants={m: r for r, m in enumerate(order)})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    made: dict[str, Callable[[], Path]] = {
+        "threads": lambda: _threads(3, tmp_path_factory.mktemp("threads")),
+        "processes": lambda: _processes(3, tmp_path_factory.mktemp("processes")),
+    }
+    return {name: make() for name, make in made.items()}
+
+
+def test_real_handler_traces_are_accepted(runs: dict[str, Path]) -> None:
+    paths = list(runs.values())
+    report = _validate(paths)
+    for path, verdict in zip(paths, report.verdicts, strict=True):
+        note = failure_note([load_trace(path)], report, RENDEZVOUS, SPEC_ROOT)
+        assert verdict.accepted, note
+    events = {e.event for p in paths for e in load_trace(p).events}
+    # the run exercised waiting, the read-only syncs and time
+    assert {"Delay", "ReadOnlySync", "Tick", "MarkRendezvousClosed", "Finish"} <= events
+
+
+def test_planted_handler_bug_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(actions, "mark_rendezvous_complete", _reversed_ranks)
+    path = _threads(3, tmp_path)
+    report = _validate([path])
+    (verdict,) = report.verdicts
+    assert not verdict.accepted
+    assert verdict.rejection is not None
+    bad = verdict.rejection.event
+    # the completing join is the first step no spec behaviour explains
+    assert bad.event == "AddToParticipants"
+    assert bad.post["local"]["complete"] is True
