@@ -233,29 +233,6 @@ def test_a_broken_watch_stream_is_replaced(etcd_store: EtcdStore) -> None:
     assert woke == [True]
 
 
-def test_a_cas_the_watch_knows_is_stale_needs_no_transaction(
-    etcd_server: EtcdServer, etcd_prefix: str
-) -> None:
-    with (
-        EtcdStore(etcd_server.endpoint, prefix=etcd_prefix) as ours,
-        EtcdStore(etcd_server.endpoint, prefix=etcd_prefix) as theirs,
-    ):
-        _, v1 = ours.compare_set("k", None, b"a")
-        lost, seen = theirs.compare_set("k", None, b"b")  # a real, lost transaction ...
-        assert (lost, seen, theirs.cas_lost_locally) == (False, v1, 0)
-        full = etcd_prefix + "k"
-        assert full in theirs._watches  # ... after which this store follows the key
-        _, v2 = ours.compare_set("k", v1.token, b"c")
-        _until(lambda: theirs._watches[full].token == v2.token)
-        lost, seen = theirs.compare_set("k", v1.token, b"d")  # stale, and the watch knows it
-        assert (lost, seen) == (False, v2)
-        assert theirs.cas_lost_locally == 1
-        assert theirs.get("k") == v2  # etcd agrees: nothing was written
-        ok, v3 = theirs.compare_set("k", v2.token, b"e")  # a current token goes to etcd
-        assert ok
-        assert ours.get("k") == v3
-
-
 def test_wait_times_out_without_a_change(etcd_store: EtcdStore) -> None:
     _, v = etcd_store.compare_set("k", None, b"a")
     assert not etcd_store.wait_for_change("k", v.token, 0.05)

@@ -188,7 +188,6 @@ class EtcdStore:
         self._count_lock = threading.Lock()
         self.cas_won = 0
         self.cas_lost = 0
-        self.cas_lost_locally = 0  # of cas_lost: answered from the watch, no transaction
 
     # ------------------------------------------------------------------ plumbing
 
@@ -291,17 +290,6 @@ class EtcdStore:
 
     def compare_set(self, key: str, token: int | None, value: bytes) -> tuple[bool, Versioned]:
         full = self.prefix + key
-        watch = self._watches.get(full)
-        newer = watch.newer_than(token) if watch is not None and token is not None else None
-        if newer is not None:
-            # This process's watch already saw the key replaced after ``token``: the
-            # transaction would fail, and each one (a raft proposal with a WAL write, since it
-            # may put) slows every other node's. Answer with what the watch saw, a version at
-            # least as new as ``token``'s successor; a CAS on it goes to etcd.
-            with self._count_lock:
-                self.cas_lost += 1
-                self.cas_lost_locally += 1
-            return False, newer
         k = _b64(full.encode())
         compare = (
             {"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": 0}
@@ -327,8 +315,6 @@ class EtcdStore:
             # Only reachable when someone deleted the key under our token: there is no winner
             # to load, and writing now would resurrect a state nobody holds.
             raise RendezvousStateError(full, f"deleted from etcd (token {token} is stale)")
-        if watch is None:  # contention: from now on this process learns of writes as they come
-            self._watch(key)
         return False, _versioned(ranged.kvs[0])
 
     def wait_for_change(self, key: str, token: int | None, timeout: float) -> bool:
@@ -354,9 +340,9 @@ class EtcdStore:
                 if self._closed:
                     raise RendezvousConnectionError(f"etcd store for {self.endpoint} is closed")
                 now = self._range(key)
-                current = _versioned(now.kvs[0]) if now.kvs else None
+                token = now.kvs[0].mod_revision if now.kvs else None
                 watch = KeyWatch(
-                    full, current, now.header.revision, lambda start: self._stream(full, start)
+                    full, token, now.header.revision, lambda start: self._stream(full, start)
                 )
                 self._watches[full] = watch
             return watch

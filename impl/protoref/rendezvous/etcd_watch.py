@@ -13,7 +13,6 @@ watch is marked dead and wakes its waiters; the store then opens a new one (afte
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import socket
 import threading
@@ -22,9 +21,7 @@ from collections.abc import Callable
 from typing import Literal
 
 import requests
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
-from protoref.rendezvous.store import Versioned
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 __all__ = ["KeyWatch"]
 
@@ -35,14 +32,6 @@ class _Model(BaseModel):
 
 class _Kv(_Model):
     mod_revision: int
-    value: bytes = b""  # base64 on the wire; absent when empty (and in DELETE events)
-
-    @field_validator("value", mode="before")
-    @classmethod
-    def _from_base64(cls, raw: object) -> bytes:
-        if not isinstance(raw, str):
-            raise ValueError(f"expected a base64 string, got {type(raw).__name__}")
-        return base64.b64decode(raw, validate=True)
 
 
 class _Event(_Model):
@@ -65,8 +54,7 @@ class _Message(_Model):
 class KeyWatch:
     """The token of one key as etcd's watch stream reports it.
 
-    ``token``, ``value`` and ``revision`` start from a read at ``revision`` (``current``, the
-    read's result; the read's header revision);
+    ``token`` and ``revision`` start from a read at ``revision`` (the read's header revision);
     ``open_stream(revision + 1)`` opens the stream and returns it with its own HTTP session,
     closed with it (it raises what the store maps to a connection error). ``stop`` ends the
     stream from any thread.
@@ -75,13 +63,12 @@ class KeyWatch:
     def __init__(
         self,
         name: str,
-        current: Versioned | None,
+        token: int | None,
         revision: int,
         open_stream: Callable[[int], tuple[requests.Session, requests.Response]],
     ) -> None:
         self.cond = threading.Condition()
-        self.token = None if current is None else current.token
-        self.value = b"" if current is None else current.value
+        self.token = token
         self.revision = revision
         self.alive = True
         self.ended = ""  # why the stream ended, for the error a second failure raises
@@ -132,7 +119,6 @@ class KeyWatch:
                 for event in result.events:
                     rev = event.kv.mod_revision
                     self.token = None if event.type == "DELETE" else rev
-                    self.value = event.kv.value
                     self.revision = max(self.revision, rev)
                     self.events += 1
                 self.cond.notify_all()
@@ -145,19 +131,6 @@ class KeyWatch:
             return False
         # The waiter read a newer version than the stream has reported yet: not a change.
         return token is None or self.revision >= token
-
-    def newer_than(self, token: int) -> Versioned | None:
-        """The key's value if the stream has already seen it replace version ``token``.
-
-        Then a compare-and-set on ``token`` cannot succeed: the key was written after ``token``
-        (at or before ``revision``), and every later write gets a larger revision, so its
-        ``mod_revision`` never equals ``token`` again. None if the stream cannot tell (it has
-        not caught up with ``token``, or the key was deleted).
-        """
-        with self.cond:
-            if self.token is None or self.token == token or self.revision < token:
-                return None
-            return Versioned(self.value, self.token)
 
     def wait(self, token: int | None, end: float) -> bool | None:
         """True once the key's token differs from ``token``; False at ``end`` (monotonic);
