@@ -74,3 +74,27 @@ def test_inputs_are_one_union_and_frozen() -> None:
     assert inp == ev.ToHere(f=G("w0", 2))
     with pytest.raises(ValidationError):
         inp.f = G("w0", 3)  # type: ignore[misc]
+
+
+def test_shutdown_inputs_parse_and_refuse_bad_counts() -> None:
+    barrier = ev.INPUT_ADAPTER.validate_python({"type": "WAIT_ALL_WORKERS"})
+    assert barrier == ev.WaitAllWorkers(user_calls_in_flight=0)
+    destroy = ev.INPUT_ADAPTER.validate_json(
+        '{"type": "DESTROY_INSTANCE", "active_calls": 2, "peers_swept": false}'
+    )
+    assert destroy == ev.DestroyInstance(active_calls=2, peers_swept=False)
+    sweep = ev.INPUT_ADAPTER.validate_python({"type": "DEL_ALL_USERS_AND_UNFORKED_OWNERS"})
+    assert sweep == ev.DelAllUsersAndUnforkedOwners(force=False)
+    for bad in (
+        {"type": "WAIT_ALL_WORKERS", "user_calls_in_flight": -1},
+        {"type": "DESTROY_INSTANCE", "active_calls": -3},
+        {"type": "DEL_ALL_USERS_AND_UNFORKED_OWNERS", "force": True, "extra": 1},
+    ):
+        with pytest.raises(ValidationError):
+            ev.INPUT_ADAPTER.validate_python(bad)
+
+
+def test_user_call_types_are_the_spec_user_calls() -> None:
+    # RRef.tla UserCallTypes: every message type that is not a retried control message or the
+    # fork request's RREF_ACK.
+    assert ev.MSG_TYPES - ev.RETRIED - {"RREF_ACK"} == ev.USER_CALL_TYPES
