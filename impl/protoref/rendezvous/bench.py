@@ -190,6 +190,7 @@ def run_processes(sizes: Sequence[int], repeats: int) -> list[str]:
         "| torch / ours (file) | torch / ours (etcd) |",
         "|---|---|---|---|---|---|",
     ]
+    failures: list[str] = []
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         etcd_url: str | None = None
@@ -205,7 +206,12 @@ def run_processes(sizes: Sequence[int], repeats: int) -> list[str]:
             fil = _median(partial(_ours_in_processes, n, partial(_file_url, tmp)), repeats)
             etc: float | None = None
             if etcd_url is not None:
-                etc = _median(partial(_ours_in_processes, n, partial(_etcd_url, etcd_url)), repeats)
+                try:
+                    etc = _median(
+                        partial(_ours_in_processes, n, partial(_etcd_url, etcd_url)), repeats
+                    )
+                except RuntimeError as err:  # reported under the table, the run goes on
+                    failures.append(f"etcd, N = {n}: {err}")
             t: float | None = None
             if server is not None:
                 t = measure_processes("torch-tcp", n, f"127.0.0.1:{server.port}", f"p{n}")
@@ -219,6 +225,7 @@ def run_processes(sizes: Sequence[int], repeats: int) -> list[str]:
         rows.append(f"\ntorch skipped: {missing}.")
     if etcd_missing is not None:
         rows.append(f"\netcd skipped: {etcd_missing}.")
+    rows += [f"\nfailed: {f}" for f in failures]
     return rows
 
 

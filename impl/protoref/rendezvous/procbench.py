@@ -117,11 +117,12 @@ def _tail(err: IO[bytes]) -> str:
     return lines[-1] if lines else "nothing on stderr"
 
 
-def _result(proc: subprocess.Popen[str], store: str) -> dict[str, Any]:
+def _result(proc: subprocess.Popen[str], store: str, err: IO[bytes]) -> dict[str, Any]:
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the worker's one JSON line (blocks until it returned)
     if not line:
-        raise RuntimeError(f"{store} worker {proc.pid} ended without a result")
+        proc.wait(timeout=_TIMEOUT)
+        raise RuntimeError(f"{store} worker {proc.pid} ended without a result: {_tail(err)}")
     result: dict[str, Any] = json.loads(line)
     return result
 
@@ -142,7 +143,7 @@ def measure_processes(store: str, n: int, address: str, run_id: str) -> float:
             assert p.stdin is not None
             p.stdin.write("go\n")
             p.stdin.flush()
-        results = [_result(p, store) for p in procs]
+        results = [_result(p, store, err) for p, err in zip(procs, errs, strict=True)]
         for p in procs:
             p.communicate("bye\n", timeout=_TIMEOUT)
     finally:
