@@ -9,6 +9,11 @@ Each ``next_rendezvous`` result is printed as one JSON line on stdout (``node``,
 (each call exits the previous round first, as torch's agent does on a restart). A rendezvous
 error prints ``{"error": <type>, "message": ...}`` and exits 1; bad arguments exit 2.
 
+``--trace-dir DIR`` records the run for the conformance checker: the handler runs on a
+:class:`~protoref.rendezvous.clock.TickClock` (``--tick``, the read cache one tick) and appends raw
+records to ``DIR/raw-<pid>.jsonl`` under a step lock shared through ``DIR/step.lock`` (processes of
+one host); :func:`protoref.rendezvous.handler_trace.merge` makes them one trace.
+
 Stores: ``etcd://host:port[/prefix]`` (``etcds://`` for TLS, with ``--etcd-ca-cert``,
 ``--etcd-cert``, ``--etcd-key``; ``--etcd-user`` with the password in ``$PROTOREF_ETCD_PASSWORD``,
 never on the command line where ``ps`` shows it) and ``file:DIR``. The in-memory store cannot
@@ -26,9 +31,11 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
+from protoref.rendezvous.clock import TickClock
 from protoref.rendezvous.errors import RendezvousError
 from protoref.rendezvous.etcd_store import DEFAULT_PREFIX, EtcdStore
 from protoref.rendezvous.handler import DynamicRendezvousHandler, new_node_desc
+from protoref.rendezvous.handler_trace import HandlerTracer
 from protoref.rendezvous.state import RendezvousSettings
 from protoref.rendezvous.store import FileStore, RendezvousStore
 
@@ -95,7 +102,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd-cert", default=None, help="etcds: client certificate (mutual TLS)")
     p.add_argument("--etcd-key", default=None, help="etcds: client key (mutual TLS)")
     p.add_argument("--etcd-user", default=None, help=f"etcd user (password: ${PASSWORD_ENV})")
-    p.add_argument("--close", action="store_true", help="close the rendezvous when done")
+    p.add_argument(
+        "--close",
+        action="store_true",
+        help="close the rendezvous when done (nodes still finishing their join then see it "
+        "closed: for the last node of a job)",
+    )
+    p.add_argument("--trace-dir", type=Path, default=None, help="record a trace (raw records)")
+    p.add_argument("--tick", type=float, default=2.0**-4, help="--trace-dir: seconds per tick")
     return p
 
 
@@ -110,6 +124,8 @@ def _settings(p: argparse.ArgumentParser, args: argparse.Namespace) -> Rendezvou
             join_timeout=args.join_timeout,
             last_call_timeout=args.last_call_timeout,
             keep_alive_interval=args.keep_alive_interval,
+            # traced: the spec's read cache lasts until the next Tick (handler_trace)
+            **({"cache_duration": args.tick} if args.trace_dir is not None else {}),
         )
     except ValueError as err:  # pydantic's ValidationError names the field
         p.error(str(err))
@@ -117,7 +133,25 @@ def _settings(p: argparse.ArgumentParser, args: argparse.Namespace) -> Rendezvou
 
 def _run(args: argparse.Namespace, store: RendezvousStore, settings: RendezvousSettings) -> None:
     node = new_node_desc(args.addr)
-    handler = DynamicRendezvousHandler(store, settings, node=node)
+    tracer = None
+    if args.trace_dir is not None:
+        raw = args.trace_dir / f"raw-{os.getpid()}.jsonl"
+        tracer = HandlerTracer(raw, args.tick, lock=args.trace_dir / "step.lock")
+    clock = TickClock(args.tick) if tracer is not None else None
+    handler = DynamicRendezvousHandler(store, settings, node=node, clock=clock, tracer=tracer)
+    try:
+        _rounds(args, handler)
+    finally:
+        # Stop heartbeats before exiting: a heartbeat cut off by the exit could leave a write
+        # in the store without its trace record. (The handler has no public stop without
+        # closing the rendezvous; shutdown() closes it.)
+        handler._stop_heartbeats()
+        if tracer is not None:
+            tracer.close()
+
+
+def _rounds(args: argparse.Namespace, handler: DynamicRendezvousHandler) -> None:
+    node = handler.node
     for _ in range(args.rounds):
         info = handler.next_rendezvous()
         result = {
