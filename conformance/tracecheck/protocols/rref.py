@@ -39,8 +39,11 @@ _SLICE = {
     "users": "{u \\in users' : u.on = @}",
     # The message a handler took from the network: which copy of a retried message it was.
     "delivered": "net \\ net'",
+    # {f \in X' : \E u \in users' : u.fork = f /\ u.on = @}, written as an intersection:
+    # TLC evaluates the filter in |X| * |users| steps, and both sets only grow along a trace
+    # (a 5,600-event trace: 49 s of search -> 16 s).
     **{
-        name: f"{{f \\in {name}' : \\E u \\in users' : u.fork = f /\\ u.on = @}}"
+        name: f"({name}' \\cap {{u.fork : u \\in {{v \\in users' : v.on = @}}}})"
         for name in ("held", "fetching", "fetched", "deleted", "timedOut")
     },
 }
