@@ -61,9 +61,9 @@ def test_processes_rendezvous_through_etcd(etcd_server: EtcdServer, etcd_prefix:
     (heartbeats expired), sanitize them away, and complete round 1 (an elastic restart)."""
     n = 4
     url = f"{etcd_server.url}{etcd_prefix}"
-    # Dead after 3 missed beats (1.5 s): short enough for the test, long enough that a live but
+    # Dead after 3 missed beats (3 s): short enough for the test, long enough that a live but
     # CPU-starved node (2 shared cores) is not taken for dead.
-    beat = ("--keep-alive-interval", "0.5")
+    beat = ("--keep-alive-interval", "1.0")
     first = _results([_node(url, "mp-etcd", n, *beat) for _ in range(n)])
     _check_round(first, n, 0)
     second = _results([_node(url, "mp-etcd", n, *beat) for _ in range(n)])
@@ -139,7 +139,8 @@ TICK = 2.0**-4
 
 def _traced_run(store: str, run_dir: Path, n: int = 3) -> Path:
     """n traced node processes; their raw records merged into one trace."""
-    extra = ("--keep-alive-interval", str(4 * TICK), "--trace-dir", str(run_dir))
+    # heartbeats every 16 ticks (1 s): a CPU-starved node is not taken for dead (3 s)
+    extra = ("--keep-alive-interval", str(16 * TICK), "--trace-dir", str(run_dir))
     got = _results([_node(store, "traced", n, *extra) for _ in range(n)])
     _check_round(got, n, 0)
     nodes = []
@@ -151,7 +152,7 @@ def _traced_run(store: str, run_dir: Path, n: int = 3) -> Path:
         min_nodes=n,
         max_nodes=n,
         join_timeout=LIMIT,
-        keep_alive_interval=4 * TICK,
+        keep_alive_interval=16 * TICK,
         cache_duration=TICK,
     )
     out = run_dir / "trace.ndjson"
