@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import operator
 import os
 import platform
@@ -101,25 +102,47 @@ def _torch_init(rank: int, port: int) -> Any:
     return trpc
 
 
-def run_torch(rounds: int, warmup: int) -> BenchResult:
+def run_torch(rounds: int, warmup: int, limit: float = 300.0) -> BenchResult:
+    """torch's side in two child processes (rank 0 drives), killed if it exceeds ``limit``: a
+    hung TensorPipe init or shutdown (seen once on the loaded machine) cannot hang the run."""
     name = "torch.distributed.rpc (TensorPipe)"
     try:
         torch: Any = importlib.import_module("torch")
     except ImportError as err:
         return BenchResult(name, rounds, None, f"skipped: torch is not installed ({err})")
+    name = f"{name}, torch {torch.__version__}"
     port = free_port()
-    child = _child("torch-worker", port)
+    worker = _child("torch-worker", port)
+    cmd = [
+        sys.executable, "-m", "protoref.rref.runtime.bench", "--role", "torch-driver",
+        "--port", str(port), "--rounds", str(rounds), "--warmup", str(warmup),
+    ]  # fmt: skip
+    driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
+        out, _ = driver.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        return BenchResult(
+            name, rounds, None, f"not measured: the torch run exceeded {limit:.0f} s"
+        )
+    finally:
+        for proc in (driver, worker):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    if driver.returncode != 0 or not out.strip():
+        return BenchResult(
+            name, rounds, None, f"not measured: torch driver exit {driver.returncode}"
+        )
+    return BenchResult(name, rounds, float(json.loads(out.strip().splitlines()[-1])["seconds"]))
+
+
+def _worker(role: str, port: int, rounds: int, warmup: int) -> int:
+    if role == "torch-driver":
         trpc = _torch_init(0, port)
         seconds = _loop(lambda i: trpc.remote("w1", operator.add, (i, 1)), warmup, rounds)
         trpc.shutdown()
-    finally:
-        _finish(child)
-    return BenchResult(f"{name}, torch {torch.__version__}", rounds, seconds)
-
-
-def _worker(role: str, port: int) -> int:
-    if role == "ours-worker":
+        print(json.dumps({"seconds": seconds}), flush=True)
+    elif role == "ours-worker":
         from protoref import rpc  # noqa: PLC0415
 
         opts = rpc.RpcOptions(secret=os.environ[SECRET_ENV].encode(), master_port=port)
@@ -191,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.role is not None:
-        return _worker(args.role, args.port)
+        return _worker(args.role, args.port, args.rounds, args.warmup)
     results: list[BenchResult] = []
     for _ in range(args.repeat):  # alternate, so a change of load hits both sides alike
         results += [run_ours(args.rounds, args.warmup), run_torch(args.rounds, args.warmup)]
