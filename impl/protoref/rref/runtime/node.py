@@ -149,7 +149,7 @@ class Node:
         it logs), which makes a long-running worker's memory and every step's cost grow with
         each RRef it ever had. No guard of the core can need a forgotten record: every message
         about such a UserRRef that can still arrive is one its handler drops (docs/divergences.md
-        16). A traced run keeps them, so its post-states stay the spec's."""
+        21). A traced run keeps them, so its post-states stay the spec's."""
         c = self.ctx
         gone = frozenset(f for f in c.deleted if f in c.users and not c.referenced(f))
         if gone:
