@@ -52,11 +52,13 @@ __all__ = [
     "read_trace_file",
     "sort_key",
     "tla_set",
+    "trusted",
 ]
 
 SCHEMA_VERSION: Final = 1
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 # --------------------------------------------------------------------------- value encoding
@@ -111,6 +113,28 @@ class FrozenModel(BaseModel):
     """Base of every trace record and protocol message: immutable, no unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+_set_attr: Final = object.__setattr__
+_new: Final = object.__new__
+
+
+def trusted(cls: type[M], values: dict[str, Any]) -> M:
+    """An instance of ``cls`` holding ``values`` (every field, in field order), unvalidated.
+
+    For values that are already well typed (statically checked: the core's own messages and
+    action arguments, trace records built from its state), where pydantic's validation costs
+    more than the rest of a simulator step. It sets exactly the instance attributes pydantic
+    documents for a model, so equality, hashing, copying and serialization behave as for a
+    validated instance with the same values. Anything from outside (a wire frame, a trace line)
+    is still parsed with validation.
+    """
+    model = _new(cls)
+    _set_attr(model, "__dict__", values)
+    _set_attr(model, "__pydantic_fields_set__", set(values))
+    _set_attr(model, "__pydantic_extra__", None)
+    _set_attr(model, "__pydantic_private__", None)
+    return model
 
 
 class TraceHeader(FrozenModel):

@@ -79,7 +79,7 @@ def _spare_held(ctx: RRefContext, result: Step) -> Step:
     spared = ctx.held - ctx.deleted
     sent = tuple(m for m in result.sent if m.fork not in spared)
     state = replace(result.state, deleted=result.state.deleted - spared)
-    return replace(result, state=state, sent=sent)
+    return result._replace(state=state, sent=sent)
 
 
 def _broken(fault: AnyFault, ctx: RRefContext, inp: ev.RRefInput, result: Step) -> Step:
@@ -102,7 +102,7 @@ def _broken(fault: AnyFault, ctx: RRefContext, inp: ev.RRefInput, result: Step) 
         state = replace(state, confirmed_users=ctx.confirmed_users)
     elif fault is Fault.REUSE_IDS and isinstance(inp, ev.Remote) and inp.dst != ctx.me:
         state = replace(state, next_id=ctx.next_id + 1)
-    return result if state is result.state else replace(result, state=state)
+    return result if state is result.state else result._replace(state=state)
 
 
 def _step_with(fault: AnyFault) -> Transition:

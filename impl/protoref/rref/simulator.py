@@ -18,11 +18,13 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+from bisect import bisect
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Final, Literal, TypeAlias
+from itertools import accumulate
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from pydantic import JsonValue
 
@@ -39,10 +41,15 @@ __all__ = ["Envelope", "RunSummary", "SimConfig", "Simulator", "main"]
 
 Gid = GloballyUniqueId
 Mode = Literal["workload", "drain", "system", "shutdown"]
+T = TypeVar("T")
 #: Steps allowed in the drain (or shutdown) phase before the run is declared stuck.
 MAX_DRAIN_STEPS: Final = 200_000
 #: Enabled steps as parallel lists (weights, actions), in a deterministic order.
 Options: TypeAlias = tuple[list[float], list[Callable[[], object]]]
+#: An application step not yet bound: (method, its arguments). Building a partial for each
+#: option of every worker cost more than the step that is finally picked.
+AppAction: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
+AppOptions: TypeAlias = tuple[list[float], list[AppAction]]
 #: The environment actor that logs the global shutdown barrier (RRef.tla ``WaitAllWorkers``).
 BARRIER: Final = "barrier"
 
@@ -69,9 +76,6 @@ class Envelope:
     msg: ev.Message
     stamp: int  # the sender's Lamport clock when it sent the message
     ready_at: int  # virtual time from which it may be delivered
-    # The scheduler's two options for this envelope, built once when it is sent.
-    deliver: Callable[[], object] = field(default=lambda: None, repr=False)
-    retry: Callable[[], object] = field(default=lambda: None, repr=False)
     retryable: bool = False  # RetrySend is enabled: a first attempt of a retried message
 
 
@@ -100,6 +104,10 @@ class Simulator:
         self.config = config or SimConfig()
         self.sink: TraceSink = sink or NullSink()
         self.rng = random.Random(seed)
+        self._bits = self.rng.getrandbits
+        self._delays = self.config.max_delay + 1
+        self._delay_bits = self._delays.bit_length()
+        self._duplicates = self.config.duplicates
         self.workers: tuple[WorkerId, ...] = tuple(f"w{i}" for i in range(self.config.workers))
         self.contexts: dict[WorkerId, RRefContext] = {w: RRefContext(me=w) for w in self.workers}
         self.clocks = {w: NodeClock() for w in self.workers}
@@ -110,6 +118,8 @@ class Simulator:
         self.delete_sends: Counter[Gid] = Counter()
         self.undeleted: dict[WorkerId, frozenset[Gid]] = dict.fromkeys(self.workers, frozenset())
         self.net: list[Envelope] = []
+        self._deliver_at: list[Callable[[], object]] = []
+        self._retry_at: list[Callable[[], object]] = []
         self.now = 0
         self.counts: Counter[str] = Counter()
         self.removed_forks: dict[WorkerId, frozenset[Pair]] = dict.fromkeys(
@@ -121,9 +131,13 @@ class Simulator:
         # rpc.remote futures that may time out: (caller, r, f) -> virtual deadline.
         self.deadlines: dict[tuple[WorkerId, Gid, Gid], int] = {}
         # Scheduler caches: a worker's destructor and application options, with the context
-        # they were computed from (contexts are immutable, so identity says they are current).
-        self._destructors: dict[WorkerId, tuple[RRefContext, Options]] = {}
-        self._app_cache: dict[tuple[WorkerId, bool], tuple[RRefContext, Options]] = {}
+        # they were computed from and the context fields they depend on (contexts and their
+        # sets are immutable and shared by the contexts a step leaves them to, so identity
+        # says they are current).
+        self._destructors: dict[WorkerId, tuple[RRefContext, tuple[object, ...], Options]] = {}
+        self._app_cache: dict[
+            tuple[WorkerId, bool], tuple[RRefContext, tuple[object, ...], AppOptions]
+        ] = {}
         if self.sink.enabled:
             self.sink.header(self._header(workload))
 
@@ -171,32 +185,35 @@ class Simulator:
     def _apply(self, w: WorkerId, inp: ev.RRefInput, stamp: int | None = None) -> RRefContext:
         """One core step on ``w``: new state, sends, history, one trace event, checks."""
         before = self.contexts[w]
-        result = core_step(before, inp)
-        after = self.contexts[w] = result.state
+        state, sent, action, leaks = core_step(before, inp)
+        self.contexts[w] = state
         clock = self.clocks[w]
         seq, lamport = clock.local() if stamp is None else clock.receive(stamp)
-        for m in result.sent:
+        for m in sent:
             if m.type == "RREF_USER_DELETE":
                 self.delete_sends[m.fork] += 1
             self._send(m, lamport)
-        if after.forks is not before.forks:
-            self.removed_forks[w] |= before.forks - after.forks
-        if after.owners is not before.owners:
-            self.erased_owners[w] |= before.owners - after.owners
-        if after.deleted is not before.deleted and not before.deleted <= after.deleted:
-            self.undeleted[w] |= before.deleted - after.deleted
-        self.leaks += ((w, leak) for leak in result.leaks)
+        if state.forks is not before.forks:
+            self.removed_forks[w] |= before.forks - state.forks
+        if state.owners is not before.owners:
+            self.erased_owners[w] |= before.owners - state.owners
+        if state.deleted is not before.deleted and not before.deleted <= state.deleted:
+            self.undeleted[w] |= before.deleted - state.deleted
+        if leaks:
+            self.leaks += ((w, leak) for leak in leaks)
         delivered = inp if isinstance(inp, ev.MessageBase) else None
-        self._record(result.action, w, seq, lamport, after, delivered=delivered)
-        return after
+        self._record(action, w, seq, lamport, state, delivered=delivered)
+        return state
 
     def _send(self, m: ev.Message, stamp: int) -> None:
-        delay = self.rng.randint(0, self.config.max_delay)
-        env = Envelope(m, stamp, self.now + delay)
-        env.deliver = partial(self._deliver_envelope, env)
-        env.retry = partial(self._retry_envelope, env)
-        env.retryable = self.config.duplicates and m.dup == 0 and m.type in ev.RETRIED
-        self.net.append(env)
+        # rng.randint(0, max_delay), inlined as CPython computes it (randrange -> _randbelow:
+        # getrandbits(k) until below the bound), so the stream is the one seeds always gave.
+        bound = self._delays
+        delay = self._bits(self._delay_bits)
+        while delay >= bound:
+            delay = self._bits(self._delay_bits)
+        retryable = self._duplicates and m.dup == 0 and m.type in ev.RETRIED
+        self.net.append(Envelope(m, stamp, self.now + delay, retryable))
 
     def _record(
         self,
@@ -223,16 +240,6 @@ class Simulator:
         self.net.pop()
         self._apply(env.msg.dst, env.msg, env.stamp)
 
-    def _index(self, env: Envelope) -> int:
-        # Identity, not equality: two envelopes may carry equal messages.
-        return next(i for i, e in enumerate(self.net) if e is env)
-
-    def _deliver_envelope(self, env: Envelope) -> None:
-        self.deliver(self._index(env))
-
-    def _retry_envelope(self, env: Envelope) -> None:
-        self.retry_send(self._index(env))
-
     def retry_send(self, index: int) -> None:
         """RRef.tla ``RetrySend(m)``: sendWithRetries re-sends a control message whose first
         attempt is unacknowledged; both copies may arrive (at-least-once delivery)."""
@@ -241,29 +248,43 @@ class Simulator:
         if m.type not in ev.RETRIED or m.dup != 0:
             raise ValueError(f"RetrySend of {m!r}: only first attempts of retried messages")
         seq, lamport = self.clocks[m.src].local()
-        env.msg = m.model_copy(update={"dup": 1})
+        make = type(m).make
+        env.msg = make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=1)
         env.retryable = False
-        self._send(m.model_copy(update={"dup": 2}), lamport)
-        self._record(RetrySendArgs(m=m), m.src, seq, lamport, self.contexts[m.src])
+        self._send(make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=2), lamport)
+        self._record(RetrySendArgs.of(m), m.src, seq, lamport, self.contexts[m.src])
 
     def _system_options(self) -> Options:
         weights: list[float] = []
         actions: list[Callable[[], object]] = []
         weight, action, now = weights.append, actions.append, self.now
-        for env in self.net:
+        deliver, retry, net = self._deliver_at, self._retry_at, self.net
+        while len(deliver) < len(net):
+            # The options of the envelope at an index: made once, reused by every step.
+            deliver.append(partial(self.deliver, len(deliver)))
+            retry.append(partial(self.retry_send, len(retry)))
+        for i, env in enumerate(net):
             if env.ready_at <= now:
                 weight(1.0)
-                action(env.deliver)
+                action(deliver[i])
             if env.retryable:
                 weight(0.3)
-                action(env.retry)
+                action(retry[i])
+        destructors = self._destructors
         for w, ctx in self.contexts.items():
-            cached = self._destructors.get(w)
+            cached = destructors.get(w)
             if cached is None or cached[0] is not ctx:
-                cached = (ctx, self._destructor_options(w, ctx))
-                self._destructors[w] = cached
-            weights += cached[1][0]
-            actions += cached[1][1]
+                cached = self._destructors_of(w, ctx, cached)
+                destructors[w] = cached
+            if cached[2][0]:
+                weights += cached[2][0]
+                actions += cached[2][1]
+        if self.deadlines:
+            self._timeout_options(weights, actions)
+        return weights, actions
+
+    def _timeout_options(self, weights: list[float], actions: list[Callable[[], object]]) -> None:
+        now = self.now
         for (w, r, f), deadline in list(self.deadlines.items()):
             ctx = self.contexts[w]
             alive = f in ctx.pending_users if f != r else r in ctx.self_calls
@@ -272,20 +293,39 @@ class Simulator:
             elif self.config.timeouts and deadline <= now:
                 weights.append(0.5)
                 actions.append(partial(self.time_out_remote, w, r, f))
-        return weights, actions
+
+    def _destructors_of(
+        self,
+        w: WorkerId,
+        ctx: RRefContext,
+        cached: tuple[RRefContext, tuple[object, ...], Options] | None,
+    ) -> tuple[RRefContext, tuple[object, ...], Options]:
+        """The cache entry of ``w``'s destructor options, recomputed only when a field that
+        :meth:`RRefContext.destructible` reads changed."""
+        key = (
+            ctx.users,
+            ctx.deleted,
+            ctx.held,
+            ctx.pending_users,
+            ctx.pending_children,
+            ctx.fetching,
+        )
+        if cached is not None and all(a is b for a, b in zip(key, cached[1], strict=True)):
+            return ctx, cached[1], cached[2]
+        return ctx, key, self._destructor_options(w, ctx)
 
     def _destructor_options(self, w: WorkerId, ctx: RRefContext) -> Options:
         """DelUser for every UserRRef nothing references any more (in ``users`` order)."""
-        fs = [f for f in ctx.users if f not in ctx.deleted and not ctx.referenced(f)]
+        fs = ctx.destructible()
         return [1.0] * len(fs), [partial(self.del_user, w, f) for f in fs]
 
     def del_user(self, w: WorkerId, f: Gid) -> None:
         """The UserRRef's refcount reached zero: its destructor runs (G1)."""
-        self._apply(w, ev.DelUser(f=f))
+        self._apply(w, ev.DelUser.of(f))
 
     def time_out_remote(self, w: WorkerId, r: Gid, f: Gid) -> None:
         self.deadlines.pop((w, r, f), None)
-        self._apply(w, ev.TimeOutRemote(r=r, f=f))
+        self._apply(w, ev.TimeOutRemote.of(r, f))
 
     # ------------------------------------------------------------------ graceful shutdown
 
@@ -299,7 +339,7 @@ class Simulator:
         seq, lamport = self.barrier_clock.receive(max(c.lamport for c in self.clocks.values()))
         for clock in self.clocks.values():
             clock.lamport = max(clock.lamport, lamport)
-        self._record(WaitAllWorkersArgs(), BARRIER, seq, lamport, states[self.workers[0]])
+        self._record(WaitAllWorkersArgs.of(), BARRIER, seq, lamport, states[self.workers[0]])
 
     def del_all_users_and_unforked_owners(self, w: WorkerId) -> None:
         """RRef.tla ``DelAllUsersAndUnforkedOwners(w)``: the worker's shutdown sweep."""
@@ -347,31 +387,31 @@ class Simulator:
 
     def create_local_rref(self, w: WorkerId) -> Gid:
         r = self.contexts[w].new_id()
-        self._apply(w, ev.CreateLocalRRef())
+        self._apply(w, ev.CreateLocalRRef.of())
         return r
 
     def remote(self, w: WorkerId, dst: WorkerId) -> tuple[Gid, Gid]:
         """rpc.remote: returns (RRefId, ForkId of the caller's UserRRef; = RRefId for self)."""
         ctx = self.contexts[w]
         r, f = ctx.new_id(), (ctx.new_id(1) if dst != w else ctx.new_id())
-        self._apply(w, ev.Remote(dst=dst))
+        self._apply(w, ev.Remote.of(dst))
         self.deadlines[(w, r, f)] = self.now + self.config.rpc_timeout
         return r, f
 
     def share(self, w: WorkerId, dst: WorkerId, r: Gid, parent: Gid) -> Gid:
         """Pass RRef ``r`` (held as ``parent``) to ``dst`` in a user RPC; returns the child fork."""
         c = self.contexts[w].new_id()
-        self._apply(w, ev.PrepareChildFork(dst=dst, r=r, parent=parent))
+        self._apply(w, ev.PrepareChildFork.of(dst, r, parent))
         return c
 
     def to_here(self, w: WorkerId, f: Gid) -> None:
-        self._apply(w, ev.ToHere(f=f))
+        self._apply(w, ev.ToHere.of(f))
 
     def drop(self, w: WorkerId, f: Gid) -> None:
-        self._apply(w, ev.DropRRef(f=f))
+        self._apply(w, ev.DropRRef.of(f))
 
     def drop_owner(self, w: WorkerId, r: Gid) -> None:
-        self._apply(w, ev.DropOwnerRRef(r=r))
+        self._apply(w, ev.DropOwnerRRef.of(r))
 
     def _remote_any(self, w: WorkerId, targets: Sequence[WorkerId]) -> None:
         self.remote(w, self.rng.choice(targets))
@@ -388,47 +428,67 @@ class Simulator:
             return True  # every worker may always create a local RRef or call rpc.remote
         return any(ctx.held or ctx.owner_held for ctx in self.contexts.values())
 
-    def _app_options(self, mode: Mode) -> Options:
+    def _app_options(self, mode: Mode) -> AppOptions:
         weights: list[float] = []
-        actions: list[Callable[[], object]] = []
+        actions: list[AppAction] = []
         workload = mode == "workload"
+        cache = self._app_cache
         for w, ctx in self.contexts.items():
-            # Each worker's options depend only on its context (immutable): cache them.
-            cached = self._app_cache.get((w, workload))
+            # Each worker's options depend only on some fields of its context: cache them.
+            cached = cache.get((w, workload))
             if cached is None or cached[0] is not ctx:
-                cached = (ctx, self._worker_app_options(w, ctx, workload=workload))
-                self._app_cache[(w, workload)] = cached
-            weights += cached[1][0]
-            actions += cached[1][1]
+                cached = self._app_options_of(w, ctx, cached, workload=workload)
+                cache[(w, workload)] = cached
+            weights += cached[2][0]
+            actions += cached[2][1]
         return weights, actions
 
-    def _worker_app_options(self, w: WorkerId, ctx: RRefContext, *, workload: bool) -> Options:
-        opts: list[tuple[float, Callable[[], object]]] = []
-        for f in sorted(ctx.held):
-            opts.append((1.0, partial(self.drop, w, f)))
-        for r in sorted(ctx.owner_held):
-            opts.append((0.5, partial(self.drop_owner, w, r)))
+    def _app_options_of(
+        self,
+        w: WorkerId,
+        ctx: RRefContext,
+        cached: tuple[RRefContext, tuple[object, ...], AppOptions] | None,
+        *,
+        workload: bool,
+    ) -> tuple[RRefContext, tuple[object, ...], AppOptions]:
+        """The cache entry of ``w``'s application options, recomputed only when a field that
+        :meth:`_worker_app_options` reads changed."""
+        key: tuple[object, ...] = (ctx.held, ctx.owner_held)
         if workload:
-            opts += self._workload_options(w, ctx)
-        return [o[0] for o in opts], [o[1] for o in opts]
+            key += (ctx.owners, ctx.timed_out, ctx.deleted, ctx.fetched, ctx.users)
+        if cached is not None and all(a is b for a, b in zip(key, cached[1], strict=True)):
+            return ctx, cached[1], cached[2]
+        return ctx, key, self._worker_app_options(w, ctx, workload=workload)
+
+    def _worker_app_options(self, w: WorkerId, ctx: RRefContext, *, workload: bool) -> AppOptions:
+        held = sorted(ctx.held)
+        owner_held = sorted(ctx.owner_held)
+        weights = [1.0] * len(held) + [0.5] * len(owner_held)
+        drop, drop_owner = self.drop, self.drop_owner
+        actions: list[AppAction] = [(drop, (w, f)) for f in held]
+        actions += [(drop_owner, (w, r)) for r in owner_held]
+        if workload:
+            self._workload_options(w, ctx, weights, actions)
+        return weights, actions
 
     def _workload_options(
-        self, w: WorkerId, ctx: RRefContext
-    ) -> list[tuple[float, Callable[[], object]]]:
-        others = [d for d in self.workers if d != w]
-        targets = [*others, w] if self.config.self_remote else others
-        opts: list[tuple[float, Callable[[], object]]] = [
-            (0.5, partial(self.create_local_rref, w)),
-            (1.5, partial(self._remote_any, w, targets)),
-        ]
-        for r in sorted(ctx.owner_held | ctx.owners):
-            opts.append((1.0, partial(self._share_any, w, others, r, r)))
+        self, w: WorkerId, ctx: RRefContext, weights: list[float], actions: list[AppAction]
+    ) -> None:
+        others = tuple(d for d in self.workers if d != w)
+        targets = (*others, w) if self.config.self_remote else others
+        share = self._share_any
+        shared = sorted(ctx.owner_held | ctx.owners)
+        weights += (0.5, 1.5)
+        weights += [1.0] * len(shared)
+        actions += ((self.create_local_rref, (w,)), (self._remote_any, (w, targets)))
+        actions += [(share, (w, others, r, r)) for r in shared]
+        users, fetched, to_here = ctx.users, ctx.fetched, self.to_here
         for f in sorted(ctx.held - ctx.timed_out - ctx.deleted):
-            r = ctx.users[f].rref
-            opts.append((1.5, partial(self._share_any, w, others, r, f)))
-            if f not in ctx.fetched:
-                opts.append((1.0, partial(self.to_here, w, f)))
-        return opts
+            weights.append(1.5)
+            actions.append((share, (w, others, users[f].rref, f)))
+            if f not in fetched:
+                weights.append(1.0)
+                actions.append((to_here, (w, f)))
 
     # ------------------------------------------------------------------ scheduling
 
@@ -438,15 +498,18 @@ class Simulator:
         Options are listed in a deterministic order (sets are sorted: string hashing is salted per
         process), so the seed alone fixes the run.
         """
-        system = self._system_options()
-        if mode == "shutdown":
-            for weight, action in self._shutdown_options():
-                system[0].append(weight)
-                system[1].append(action)
-        if self._app_enabled(mode) and (
-            not system[1] or self.rng.random() < self.config.app_weight
-        ):
-            self._pick(self._app_options(mode))()
+        app = self._app_enabled(mode)
+        if app and self._deliverable():
+            # Some system step is enabled, so the coin decides; the system options are listed
+            # only if it says so (listing them draws nothing from the generator).
+            app = self.rng.random() < self.config.app_weight
+            system = self._all_system_options(mode) if not app else ([], [])
+        else:
+            system = self._all_system_options(mode)
+            app = app and (not system[1] or self.rng.random() < self.config.app_weight)
+        if app:
+            method, args = self._pick(self._app_options(mode))
+            method(*args)
         elif system[1]:
             self._pick(system)()
         elif self.net:
@@ -457,8 +520,25 @@ class Simulator:
         self.now += 1
         return True
 
-    def _pick(self, opts: Options) -> Callable[[], object]:
-        return self.rng.choices(opts[1], weights=opts[0])[0]
+    def _deliverable(self) -> bool:
+        """Some message can be delivered or retried now (then some system step is enabled)."""
+        now = self.now
+        return any(env.ready_at <= now or env.retryable for env in self.net)
+
+    def _all_system_options(self, mode: Mode) -> Options:
+        system = self._system_options()
+        if mode == "shutdown":
+            for weight, action in self._shutdown_options():
+                system[0].append(weight)
+                system[1].append(action)
+        return system
+
+    def _pick(self, opts: tuple[list[float], list[T]]) -> T:
+        """``rng.choices(actions, weights)[0]``, inlined: the same single ``random()`` draw
+        and the same cumulative sums and bisection (CPython's ``Random.choices``), so the
+        streams are the ones seeds always gave, without its per-call overhead."""
+        cum = list(accumulate(opts[0]))
+        return opts[1][bisect(cum, self.rng.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]
 
     def settle(self, max_steps: int) -> None:
         """Up to ``max_steps`` random system steps (deliveries, retries, timeouts, destructors)."""

@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Final, Literal, NamedTuple, TypeAlias
+from typing import Final, Literal, NamedTuple, Self, TypeAlias
 
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.events import Parent
-from protoref.tracing import FrozenModel
+from protoref.tracing import FrozenModel, trusted
 
 __all__ = ["EMPTY_USERS", "Leak", "Pair", "Parked", "Phase", "RRefContext", "UserRRef"]
 
@@ -41,6 +41,12 @@ class UserRRef(FrozenModel):
     owner: WorkerId
     on: WorkerId
     parent: Parent = None
+
+    @classmethod
+    def of(cls, fork: Gid, rref: Gid, owner: WorkerId, on: WorkerId, parent: Gid | None) -> Self:
+        """The record, built without validation (the core's values are statically typed)."""
+        values = {"fork": fork, "rref": rref, "owner": owner, "on": on, "parent": parent}
+        return trusted(cls, values)
 
 
 class Leak(NamedTuple):
@@ -99,13 +105,10 @@ class RRefContext:
         """A copy with ``changes`` applied: ``dataclasses.replace`` without re-running
         ``__init__`` (ten times faster; the simulator's hot path). Values come from the core's
         own transitions, so there is nothing to validate beyond the field names."""
-        unknown = changes.keys() - _FIELDS
-        if unknown:
-            raise TypeError(f"RRefContext has no field(s) {sorted(unknown)}")
+        if not _FIELDS.issuperset(changes):
+            raise TypeError(f"RRefContext has no field(s) {sorted(changes.keys() - _FIELDS)}")
         new = _new(RRefContext)
-        state = new.__dict__
-        state.update(self.__dict__)
-        state.update(changes)
+        _set_attr(new, "__dict__", {**self.__dict__, **changes})
         return new
 
     def app_can_act(self) -> bool:
@@ -124,6 +127,16 @@ class RRefContext:
             or any(parent == f for _, parent in self.pending_children)
             or f in self.fetching
         )
+
+    def destructible(self) -> list[Gid]:
+        """The UserRRefs whose destructor may run (``DelUser`` enabled), in ``users`` order:
+        not deleted and not :meth:`referenced`."""
+        deleted, held = self.deleted, self.held
+        candidates = self.users.keys() - deleted - held
+        if not candidates:
+            return []
+        referenced = self.referenced
+        return [f for f in self.users if f in candidates and not referenced(f)]
 
     def has_fork_of(self, r: Gid) -> bool:
         """Some ``<<r, _>>`` is in forks_ (the OwnerRRef r is still needed)."""
@@ -146,3 +159,4 @@ class RRefContext:
 
 _FIELDS: Final = frozenset(f.name for f in fields(RRefContext))
 _new = object.__new__
+_set_attr = object.__setattr__

@@ -13,7 +13,7 @@ global sets about UserRRefs (``users``, ``held``, ``fetching``, ``fetched``, ``d
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, ClassVar, Final, Literal, Self, TypeAlias, TypeVar
 
 from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, WrapSerializer
 from pydantic.alias_generators import to_camel
@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.events import Message
 from protoref.rref.state import Pair, Parked, RRefContext, UserRRef
-from protoref.tracing import FrozenModel, TraceEventBase, sort_key
+from protoref.tracing import FrozenModel, TraceEventBase, sort_key, trusted
 
 Gid: TypeAlias = GloballyUniqueId
 T = TypeVar("T")
@@ -40,20 +40,35 @@ __all__ = [
 
 
 class ActionArgs(FrozenModel):
-    """Parameters of one TLA+ action; ``action`` is its name (the trace ``event``)."""
+    """Parameters of one TLA+ action; ``action`` is its name (the trace ``event``).
+
+    The core builds them with the unvalidated, statically typed ``of`` factories
+    (:func:`protoref.tracing.trusted`); validated construction is for parsed traces and tests.
+    """
 
     action: ClassVar[str]
 
 
-class CreateLocalRRefArgs(ActionArgs):
-    action: ClassVar[str] = "CreateLocalRRef"
+class _W(ActionArgs):
     w: WorkerId
+
+    @classmethod
+    def of(cls, w: WorkerId) -> Self:
+        return trusted(cls, {"w": w})
+
+
+class CreateLocalRRefArgs(_W):
+    action: ClassVar[str] = "CreateLocalRRef"
 
 
 class RemoteArgs(ActionArgs):
     action: ClassVar[str] = "Remote"
     w: WorkerId
     dst: WorkerId
+
+    @classmethod
+    def of(cls, w: WorkerId, dst: WorkerId) -> Self:
+        return trusted(cls, {"w": w, "dst": dst})
 
 
 class PrepareChildForkArgs(ActionArgs):
@@ -63,15 +78,27 @@ class PrepareChildForkArgs(ActionArgs):
     r: Gid
     parent: Gid
 
+    @classmethod
+    def of(cls, w: WorkerId, dst: WorkerId, r: Gid, parent: Gid) -> Self:
+        return trusted(cls, {"w": w, "dst": dst, "r": r, "parent": parent})
+
 
 class _WF(ActionArgs):
     w: WorkerId
     f: Gid
 
+    @classmethod
+    def of(cls, w: WorkerId, f: Gid) -> Self:
+        return trusted(cls, {"w": w, "f": f})
+
 
 class _WR(ActionArgs):
     w: WorkerId
     r: Gid
+
+    @classmethod
+    def of(cls, w: WorkerId, r: Gid) -> Self:
+        return trusted(cls, {"w": w, "r": r})
 
 
 class _WRF(ActionArgs):
@@ -79,11 +106,19 @@ class _WRF(ActionArgs):
     r: Gid
     f: Gid
 
+    @classmethod
+    def of(cls, w: WorkerId, r: Gid, f: Gid) -> Self:
+        return trusted(cls, {"w": w, "r": r, "f": f})
+
 
 class _WRC(ActionArgs):
     w: WorkerId
     r: Gid
     c: Gid
+
+    @classmethod
+    def of(cls, w: WorkerId, r: Gid, c: Gid) -> Self:
+        return trusted(cls, {"w": w, "r": r, "c": c})
 
 
 class ToHereArgs(_WF):
@@ -101,6 +136,10 @@ class DropOwnerRRefArgs(_WR):
 class RetrySendArgs(ActionArgs):
     action: ClassVar[str] = "RetrySend"
     m: Message
+
+    @classmethod
+    def of(cls, m: Message) -> Self:
+        return trusted(cls, {"m": m})
 
 
 class TimeOutRemoteArgs(_WRF):
@@ -156,15 +195,17 @@ class WaitAllWorkersArgs(ActionArgs):
 
     action: ClassVar[str] = "WaitAllWorkers"
 
+    @classmethod
+    def of(cls) -> Self:
+        return trusted(cls, {})
 
-class DelAllUsersAndUnforkedOwnersArgs(ActionArgs):
+
+class DelAllUsersAndUnforkedOwnersArgs(_W):
     action: ClassVar[str] = "DelAllUsersAndUnforkedOwners"
-    w: WorkerId
 
 
-class DestroyInstanceArgs(ActionArgs):
+class DestroyInstanceArgs(_W):
     action: ClassVar[str] = "DestroyInstance"
-    w: WorkerId
 
 
 # --------------------------------------------------------------------------- set encodings
@@ -590,19 +631,6 @@ def _shape(cls: type[TraceEventBase]) -> tuple[type[TraceEventBase], type[_Post]
 
 #: Event name -> (event model, its post model, the post model's field names in order).
 _SHAPES: Final = {name: _shape(cls) for name, cls in EVENT_MODELS.items()}
-_set_attr = object.__setattr__
-
-
-def _trusted(cls: type[FrozenModel], values: dict[str, Any]) -> Any:
-    """``cls.model_construct(**values)`` without its per-call bookkeeping (defaults, field-set
-    inference): ``values`` holds every field, in field order (the order JSON is written in).
-    It sets the instance attributes pydantic documents for a model, nothing else."""
-    model = cls.__new__(cls)
-    _set_attr(model, "__dict__", values)
-    _set_attr(model, "__pydantic_fields_set__", set(values))
-    _set_attr(model, "__pydantic_extra__", None)
-    _set_attr(model, "__pydantic_private__", None)
-    return model
 
 
 def make_event(
@@ -617,9 +645,9 @@ def make_event(
     """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state) and,
     for a message handler, the ``delivered`` message.
 
-    Built without validation (:func:`_trusted`): the values come from the core and are already
-    well typed; the round-trip tests validate every emitted line through :data:`EVENT_ADAPTER`
-    and compare it with the record built here.
+    Built without validation (:func:`protoref.tracing.trusted`): the values come from the core
+    and are already well typed; the round-trip tests validate every emitted line through
+    :data:`EVENT_ADAPTER` and compare it with the record built here.
     """
     cls, post_cls, names = _SHAPES[args.action]
     values: dict[str, Any] = {}
@@ -639,6 +667,6 @@ def make_event(
         "seq": seq,
         "lamport": lamport,
         "args": args,
-        "post": _trusted(post_cls, values),
+        "post": trusted(post_cls, values),
     }
-    return _trusted(cls, event)
+    return trusted(cls, event)
