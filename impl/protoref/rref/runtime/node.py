@@ -218,7 +218,8 @@ class Node:
             box.add_done_callback(lambda done: post(loop, ready, done))
 
     def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
-        self.take(self.me, m, stamp, call, None)
+        with self.lock:
+            self.take(self.me, m, stamp, call, None)
 
     # ------------------------------------------------------------------ encoding RRefs
 
