@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.procbench import measure_processes
+from protoref.rendezvous.procbench import RunTimeoutError, measure_processes
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings
 from protoref.rendezvous.store import FileStore, InMemoryStore, RendezvousStore
 
@@ -182,7 +182,7 @@ def _ours_in_processes(n: int, store_url: Callable[[], str]) -> float:
     return measure_processes("ours", n, store_url(), f"p{n}")
 
 
-def run_processes(sizes: Sequence[int], repeats: int) -> list[str]:
+def run_processes(sizes: Sequence[int], repeats: int, args_timeout: float = 300.0) -> list[str]:
     """The multi-process table: each node its own OS process (see :mod:`.procbench`)."""
     missing, etcd_missing = torch_missing(), _etcd_missing()
     rows = [
@@ -214,7 +214,12 @@ def run_processes(sizes: Sequence[int], repeats: int) -> list[str]:
                     failures.append(f"etcd, N = {n}: {err}")
             t: float | None = None
             if server is not None:
-                t = measure_processes("torch-tcp", n, f"127.0.0.1:{server.port}", f"p{n}")
+                try:
+                    t = measure_processes(
+                        "torch-tcp", n, f"127.0.0.1:{server.port}", f"p{n}", args_timeout
+                    )
+                except RunTimeoutError as err:  # torch stalls under load: say so, go on
+                    failures.append(f"torch, N = {n}: {err}")
             row = (
                 f"| {n} | {_cell(t)} | {fil:.3f} | {_cell(etc)} "
                 f"| {_ratio(t, fil)} | {_ratio(t, etc)} |"
@@ -290,13 +295,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="N for the one-process-per-node table (empty: skip it)",
     )
     p.add_argument("--process-repeats", type=int, default=3, help="runs of ours per size")
+    p.add_argument(
+        "--torch-timeout", type=float, default=300.0, help="seconds before a torch run is killed"
+    )
     p.add_argument("--out", type=Path, default=None, help="write the section into this file")
     args = p.parse_args(argv)
     missing = torch_missing()
     if missing:
         print(f"note: {missing}; only our handler is measured", flush=True)
     threads = run(args.sizes, args.repeats)
-    processes = run_processes(args.process_sizes, args.process_repeats)
+    processes = run_processes(args.process_sizes, args.process_repeats, args.torch_timeout)
     if args.out is not None:
         write_section(args.out, threads, processes, args)
         print(f"written to {args.out}")

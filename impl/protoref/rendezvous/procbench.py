@@ -22,12 +22,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import IO, Any, Final
 
-__all__ = ["STORES", "measure_processes"]
+__all__ = ["STORES", "RunTimeoutError", "measure_processes"]
 
 KEEP_ALIVE: Final = 1.0
 _TIMEOUT: Final = 300.0
@@ -127,8 +128,23 @@ def _result(proc: subprocess.Popen[str], store: str, err: IO[bytes]) -> dict[str
     return result
 
 
-def measure_processes(store: str, n: int, address: str, run_id: str) -> float:
-    """Seconds from ``go`` until the last of ``n`` worker processes returned."""
+def _kill_all(procs: Sequence[subprocess.Popen[str]]) -> None:
+    for p in procs:
+        p.kill()
+
+
+class RunTimeoutError(RuntimeError):
+    """A run did not finish in time (its workers were killed)."""
+
+
+def measure_processes(
+    store: str, n: int, address: str, run_id: str, timeout: float = _TIMEOUT
+) -> float:
+    """Seconds from ``go`` until the last of ``n`` worker processes returned.
+
+    Workers still running ``timeout`` seconds after ``go`` are killed and
+    :class:`RunTimeoutError` is raised.
+    """
     errs = [tempfile.TemporaryFile() for _ in range(n)]  # noqa: SIM115 - closed below
     procs = [_spawn(store, n, address, run_id, err) for err in errs]
     try:
@@ -139,11 +155,21 @@ def measure_processes(store: str, n: int, address: str, run_id: str) -> float:
                 p.wait(timeout=_TIMEOUT)
                 raise RuntimeError(f"{store} worker {p.pid} did not start: {_tail(err)}")
         t0 = time.monotonic()
+        killer = threading.Timer(timeout, _kill_all, args=(procs,))
+        killer.start()
         for p in procs:
             assert p.stdin is not None
             p.stdin.write("go\n")
             p.stdin.flush()
-        results = [_result(p, store, err) for p, err in zip(procs, errs, strict=True)]
+        try:
+            results = [_result(p, store, err) for p, err in zip(procs, errs, strict=True)]
+        except RuntimeError as failed:
+            if time.monotonic() - t0 >= timeout:
+                msg = f"{store}: N = {n} not done after {timeout:.0f} s"
+                raise RunTimeoutError(msg) from failed
+            raise
+        finally:
+            killer.cancel()
         for p in procs:
             p.communicate("bye\n", timeout=_TIMEOUT)
     finally:
