@@ -42,9 +42,11 @@ conformance: setup ## a larger conformance campaign: 200 seeded RRef runs throug
 	$(TRACECHECK) campaign rref --runs 200 --seed 1 --steps 200 --out traces/rref
 
 .PHONY: bench
-bench: setup ## deep models with TLC's ceiling, rendezvous vs torch 2.13; figures go to docs/performance.md
+bench: setup ## deep models vs TLC's ceiling, trace validation, RRef simulator and runtime, rendezvous vs torch 2.13 -> docs/performance.md
 	$(TRACECHECK) bench --workers auto
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0'
+	$(BIN)/python -m protoref.rref.bench --out docs/performance.md
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0' numpy
+	$(BIN)/python -m protoref.rref.runtime.bench --out docs/performance.md
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
 
 .PHONY: docs
