@@ -45,5 +45,6 @@ def test_null_sink_builds_no_trace_event(monkeypatch: pytest.MonkeyPatch) -> Non
         raise AssertionError("make_event called with tracing off")
 
     monkeypatch.setattr(sim_module, "make_event", refuse)
+    monkeypatch.setattr(sim_module.EventEncoder, "line", refuse)
     summary = Simulator(4, SimConfig(shutdown=True), NullSink()).run(60)
     assert summary.events > 0

@@ -8,10 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from protoref.ids import GloballyUniqueId as G
 from protoref.rref.machine import ACTION_TABLE
 from protoref.rref.scenarios import SCENARIOS
 from protoref.rref.simulator import SimConfig, Simulator
-from protoref.rref.trace import ACTION_ARGS, EVENT_ADAPTER, EVENT_MODELS
+from protoref.rref.state import RRefContext
+from protoref.rref.trace import (
+    ACTION_ARGS,
+    EVENT_ADAPTER,
+    EVENT_MODELS,
+    AssignOwnerRRefArgs,
+    EventEncoder,
+)
 from protoref.tracing import JsonlSink, MemorySink, TraceHeader, read_trace_file, sort_key
 from tracecheck.mapping import spec_actions
 
@@ -136,3 +144,26 @@ def test_logged_sets_are_in_the_contract_order() -> None:
                 assert value["#set"] == sorted(value["#set"], key=sort_key)
                 checked += len(value["#set"]) > 1
     assert checked > 100
+
+
+@pytest.mark.parametrize(
+    "config",
+    [SimConfig(), SimConfig(shutdown=True), SimConfig(workers=4, max_delay=2, shutdown=True)],
+    ids=["default", "shutdown", "four-workers"],
+)
+def test_direct_encoder_writes_the_models_bytes(tmp_path: Path, config: SimConfig) -> None:
+    # The simulator renders events for a JsonlSink with EventEncoder, for any other sink with
+    # the pydantic models: the two files must be byte-identical, event by event.
+    for seed in range(12):
+        path = tmp_path / f"{seed}.ndjson"
+        Simulator(seed, config, JsonlSink(path)).run(150)
+        memory = MemorySink()
+        Simulator(seed, config, memory).run(150)
+        assert path.read_text(encoding="utf-8").splitlines() == memory.lines(), seed
+
+
+def test_direct_encoder_needs_the_delivered_message() -> None:
+    ctx = RRefContext(me="w1")
+    args = AssignOwnerRRefArgs.of("w1", G("w0", 1), G("w0", 2))
+    with pytest.raises(ValueError, match="delivered"):
+        EventEncoder().line(args, "w1", 1, 1, ctx)

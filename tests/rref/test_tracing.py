@@ -84,3 +84,26 @@ def test_read_trace_names_the_bad_line() -> None:
         read_trace([], EVENT_ADAPTER)
     with pytest.raises(TraceFormatError, match="schema_version"):
         read_trace([header.replace('"schema_version":1', '"schema_version":2')], EVENT_ADAPTER)
+
+
+def test_jsonl_sink_buffers_and_flushes(tmp_path: Path) -> None:
+    # No system call per line: lines reach the file when the buffer fills, on flush and on
+    # close. A process that dies without closing loses at most the buffer.
+    path = tmp_path / "b.ndjson"
+    sink = JsonlSink(path, buffer_bytes=4096)
+    sink.header(TraceHeader(protocol="rref", nodes=("w0",), seed=1))
+    sink.emit_line('{"x":1}')
+    assert path.read_text() == ""
+    sink.flush()
+    assert path.read_text().splitlines()[1] == '{"x":1}'
+    line = '{"pad":"' + "p" * 100 + '"}'
+    for _ in range(1000):  # about 110 KB
+        sink.emit_line(line)
+    written = path.stat().st_size
+    total = len(path.read_text().splitlines()[0]) + 1 + 8 + 1000 * (len(line) + 1)
+    # Unwritten: at most the file's buffer plus the text layer's chunk (8 KiB).
+    assert 0 < total - written <= 4096 + 8192
+    sink.close()
+    assert path.stat().st_size == total
+    lines = path.read_text().splitlines()
+    assert lines[2:] == [line] * 1000

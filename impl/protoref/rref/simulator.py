@@ -34,7 +34,13 @@ from protoref.rref import events as ev
 from protoref.rref import invariants
 from protoref.rref.machine import step as core_step
 from protoref.rref.state import Leak, Pair, RRefContext
-from protoref.rref.trace import ActionArgs, RetrySendArgs, WaitAllWorkersArgs, make_event
+from protoref.rref.trace import (
+    ActionArgs,
+    EventEncoder,
+    RetrySendArgs,
+    WaitAllWorkersArgs,
+    make_event,
+)
 from protoref.tracing import JsonlSink, NodeClock, NullSink, TraceHeader, TraceSink, tla_set
 
 __all__ = ["Envelope", "RunSummary", "SimConfig", "Simulator", "main"]
@@ -138,6 +144,10 @@ class Simulator:
         self._app_cache: dict[
             tuple[WorkerId, bool], tuple[RRefContext, tuple[object, ...], AppOptions]
         ] = {}
+        # A JSON-lines sink takes lines rendered straight from the context (EventEncoder: the
+        # same bytes as its generic path, without building the event models).
+        self._encoder = EventEncoder()
+        self._emit_line = self.sink.emit_line if isinstance(self.sink, JsonlSink) else None
         if self.sink.enabled:
             self.sink.header(self._header(workload))
 
@@ -226,7 +236,9 @@ class Simulator:
         delivered: ev.Message | None = None,
     ) -> None:
         self.counts[action.action] += 1
-        if self.sink.enabled:
+        if self._emit_line is not None:
+            self._emit_line(self._encoder.line(action, w, seq, lamport, ctx, delivered=delivered))
+        elif self.sink.enabled:
             self.sink.emit(make_event(action, w, seq, lamport, ctx, delivered=delivered))
         if self.config.check_invariants:
             invariants.check(self.world(), seed=self.seed)

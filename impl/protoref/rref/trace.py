@@ -12,14 +12,15 @@ global sets about UserRRefs (``users``, ``held``, ``fetching``, ``fetched``, ``d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Final, Literal, Self, TypeAlias, TypeVar
 
 from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, WrapSerializer
 from pydantic.alias_generators import to_camel
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref.events import Message
+from protoref.rref.events import Message, MessageBase
 from protoref.rref.state import Pair, Parked, RRefContext, UserRRef
 from protoref.tracing import FrozenModel, TraceEventBase, sort_key, trusted
 
@@ -31,6 +32,7 @@ __all__ = [
     "EVENT_ADAPTER",
     "EVENT_MODELS",
     "ActionArgs",
+    "EventEncoder",
     "RRefTraceEvent",
     "make_event",
 ]
@@ -670,3 +672,184 @@ def make_event(
         "post": trusted(post_cls, values),
     }
     return trusted(cls, event)
+
+
+# --------------------------------------------------------------------------- direct JSON
+# The fast path of tracing: an event's JSON line written straight from the core's values, the
+# same bytes as ``encode_line(make_event(...))`` (pydantic's compact JSON: fields in model
+# order, no spaces, non-ASCII as is), without building the models. Sets keep the contract's
+# order (see "set encodings" above). Tests compare the two renderings on every event of many
+# runs, and the golden traces regenerate unchanged.
+
+#: A JSON string literal as pydantic writes it (UTF-8 as is, the same escapes).
+_json_str: Final = json.JSONEncoder(ensure_ascii=False).encode
+_EMPTY_SET: Final = '{"#set":[]}'
+# How a field is written: a set of ids or tuples; the UserRRef records; the delivered message;
+# a string, an id or a tuple (cached); a number or a bool; an argument that is a message.
+_SET, _USERS, _DELIVERED, _ATOM, _PLAIN, _MESSAGE = range(6)
+_POST_KINDS: Final = {
+    "users": _USERS,
+    "delivered": _DELIVERED,
+    "phase": _ATOM,
+    "next_id": _PLAIN,
+    "stopping": _PLAIN,
+}
+_ARG_KINDS: Final = {"m": _MESSAGE}
+Layout: TypeAlias = tuple[tuple[str, str, int], ...]
+
+
+def _post_layout(post_cls: type[_Post]) -> Layout:
+    """(field name, its JSON key and colon, kind) for every field of a post model, in order."""
+    return tuple(
+        (name, _json_str(info.alias or name) + ":", _POST_KINDS.get(name, _SET))
+        for name, info in post_cls.model_fields.items()
+    )
+
+
+def _args_layout(args_cls: type[ActionArgs]) -> Layout:
+    return tuple(
+        (name, _json_str(name) + ":", _ARG_KINDS.get(name, _ATOM)) for name in args_cls.model_fields
+    )
+
+
+#: Event name -> (its JSON up to the value of ``node``, args layout, post layout).
+_LAYOUTS: Final = {
+    name: (
+        '{"kind":"event","event":' + _json_str(name) + ',"node":',
+        _args_layout(ACTION_ARGS[name]),
+        _post_layout(post_cls),
+    )
+    for name, (_cls, post_cls, _names) in _SHAPES.items()
+}
+
+
+class EventEncoder:
+    """Renders RRef trace events as JSON lines, straight from the acting node's context.
+
+    ``line(args, node, seq, lamport, ctx, delivered=...)`` is ``encode_line(make_event(args,
+    node, seq, lamport, ctx, delivered=...))`` without building the models. One encoder per
+    trace: it keeps the JSON of every string, id, tuple and UserRRef record it has written and,
+    per node and variable, the last set it wrote with its JSON. Contexts share the sets a step
+    does not change, so most sets of an event are found by identity and not written again.
+    """
+
+    def __init__(self) -> None:
+        self._atoms: dict[str | tuple[Any, ...], str] = {}
+        self._records: dict[Gid, tuple[UserRRef, str]] = {}
+        self._sets: dict[tuple[str, str], tuple[object, str]] = {}
+
+    def line(
+        self,
+        args: ActionArgs,
+        node: WorkerId,
+        seq: int,
+        lamport: int,
+        ctx: RRefContext,
+        *,
+        delivered: Message | None = None,
+    ) -> str:
+        """The event's JSON line (no newline)."""
+        prefix, args_layout, post_layout = _LAYOUTS[args.action]
+        atoms, sets = self._atoms, self._sets
+        values = args.__dict__
+        parts: list[str] = []
+        for name, key, kind in args_layout:
+            value = values[name]
+            if kind == _ATOM:
+                parts.append(key + (atoms.get(value) or self._atom(value)))
+            else:
+                parts.append(key + self._message(value))
+        arg_text = ",".join(parts)
+        parts = []
+        for name, key, kind in post_layout:
+            if kind in (_SET, _USERS):
+                value = getattr(ctx, name)
+                last = sets.get((node, name))
+                if last is not None and last[0] is value:
+                    parts.append(key + last[1])
+                else:
+                    parts.append(key + self._set(node, name, value, kind))
+            elif kind == _DELIVERED:
+                if delivered is None:
+                    raise ValueError(f"{name}: a handler's event logs the message it took")
+                parts.append(key + '{"#set":[' + self._message(delivered) + "]}")
+            elif kind == _ATOM:
+                value = getattr(ctx, name)
+                parts.append(key + (atoms.get(value) or self._atom(value)))
+            else:
+                parts.append(key + _plain(getattr(ctx, name)))
+        node_text = atoms.get(node) or self._atom(node)
+        return (
+            f'{prefix}{node_text},"seq":{seq},"lamport":{lamport},'
+            f'"args":{{{arg_text}}},"post":{{{",".join(parts)}}}}}'
+        )
+
+    def _set(self, node: str, name: str, value: Any, kind: int) -> str:
+        if not value:
+            text = _EMPTY_SET
+        elif kind == _USERS:
+            # The node's UserRRef records, ordered by their unique ForkId (the mapping's key).
+            users: Mapping[Gid, UserRRef] = value
+            text = '{"#set":[' + ",".join([self._record(users[f]) for f in sorted(users)]) + "]}"
+        else:
+            elements = sorted(value)
+            try:
+                body = ",".join(map(self._atoms.__getitem__, elements))
+            except KeyError:
+                body = ",".join([self._atom(v) for v in elements])
+            text = '{"#set":[' + body + "]}"
+        self._sets[(node, name)] = (value, text)
+        return text
+
+    def _record(self, u: UserRRef) -> str:
+        known = self._records.get(u.fork)
+        if known is not None and known[0] is u:
+            return known[1]
+        atom = self._atom
+        parent = "[]" if u.parent is None else atom(u.parent)
+        text = (
+            f'{{"fork":{atom(u.fork)},"rref":{atom(u.rref)},"owner":{atom(u.owner)},'
+            f'"on":{atom(u.on)},"parent":{parent}}}'
+        )
+        self._records[u.fork] = (u, text)
+        return text
+
+    def _message(self, m: MessageBase) -> str:
+        v = m.__dict__
+        try:
+            a = self._atoms
+            parent = "[]" if v["parent"] is None else a[v["parent"]]
+            return (
+                f'{{"type":{a[v["type"]]},"src":{a[v["src"]]},"dst":{a[v["dst"]]},'
+                f'"rref":{a[v["rref"]]},"owner":{a[v["owner"]]},"fork":{a[v["fork"]]},'
+                f'"parent":{parent},"dup":{v["dup"]}}}'
+            )
+        except KeyError:
+            for name in ("type", "src", "dst", "rref", "owner", "fork", "parent"):
+                if v[name] is not None:
+                    self._atom(v[name])
+            return self._message(m)
+
+    def _atom(self, value: str | tuple[Any, ...]) -> str:
+        """A string, an id or a tuple of those (an id pair, a parked fetch), cached."""
+        text = self._atoms.get(value)
+        if text is None:
+            if isinstance(value, str):
+                text = _json_str(value)
+            else:
+                text = (
+                    "["
+                    + ",".join([_plain(v) if isinstance(v, int) else self._atom(v) for v in value])
+                    + "]"
+                )
+            self._atoms[value] = text
+        return text
+
+
+def _plain(value: int | bool) -> str:
+    """A number or a bool (never cached: ``True == 1``)."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return str(value)
