@@ -322,7 +322,7 @@ class Simulator:
             ctx.pending_children,
             ctx.fetching,
         )
-        if cached is not None and all(a is b for a, b in zip(key, cached[1], strict=True)):
+        if cached is not None and key == cached[1]:
             return ctx, cached[1], cached[2]
         return ctx, key, self._destructor_options(w, ctx)
 
@@ -468,7 +468,7 @@ class Simulator:
         key: tuple[object, ...] = (ctx.held, ctx.owner_held)
         if workload:
             key += (ctx.owners, ctx.timed_out, ctx.deleted, ctx.fetched, ctx.users)
-        if cached is not None and all(a is b for a, b in zip(key, cached[1], strict=True)):
+        if cached is not None and key == cached[1]:
             return ctx, cached[1], cached[2]
         return ctx, key, self._worker_app_options(w, ctx, workload=workload)
 
@@ -535,7 +535,10 @@ class Simulator:
     def _deliverable(self) -> bool:
         """Some message can be delivered or retried now (then some system step is enabled)."""
         now = self.now
-        return any(env.ready_at <= now or env.retryable for env in self.net)
+        for env in self.net:  # noqa: SIM110 - a loop: any() over a generator cost twice as much
+            if env.ready_at <= now or env.retryable:
+                return True
+        return False
 
     def _all_system_options(self, mode: Mode) -> Options:
         system = self._system_options()
