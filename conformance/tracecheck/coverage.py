@@ -39,14 +39,6 @@ NOT_PRODUCED: dict[str, dict[str, str]] = {
             'enabled only when Variant = "PyTorch" (a to_here timeout that leaves the reply in '
             "flight, pytorch#40141); campaigns simulate the Reference variant"
         ),
-        # The campaign's simulate() runs the default SimConfig (shutdown=False): Shutdown is
-        # FALSE in its headers, and these three actions are guarded by it. Remove these rows
-        # when campaigns enable the shutdown phase (test_coverage fails on a stale reason).
-        **dict.fromkeys(
-            ("WaitAllWorkers", "DelAllUsersAndUnforkedOwners", "DestroyInstance"),
-            "graceful shutdown: the campaign's simulator config has shutdown=False (Shutdown = "
-            "FALSE in the header), so the spec disables it",
-        ),
     },
     "rendezvous": {},
 }

@@ -155,8 +155,15 @@ RREF = ProtocolMap(
 
 
 def simulate(seed: int, steps: int, out: Path) -> None:
-    """One seeded random run of protoref's RRef simulator, its trace written to ``out``."""
-    from protoref.rref.simulator import Simulator  # noqa: PLC0415 - only campaigns need it
+    """One seeded random run of protoref's RRef simulator, its trace written to ``out``.
+
+    Every run ends with the graceful-shutdown phase (``SimConfig(shutdown=True)``): Shutdown is
+    TRUE in the headers, so WaitAllWorkers, DelAllUsersAndUnforkedOwners and DestroyInstance
+    occur. All runs share one configuration, so a campaign's traces still validate in one TLC
+    run (traces with different constants cannot share one); the workload phase before the
+    barrier is the same as without shutdown.
+    """
+    from protoref.rref.simulator import SimConfig, Simulator  # noqa: PLC0415 - campaigns only
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
-    Simulator(seed, sink=JsonlSink(str(out))).run(steps)
+    Simulator(seed, SimConfig(shutdown=True), sink=JsonlSink(str(out))).run(steps)
