@@ -854,6 +854,8 @@ class EventEncoder:
         if text is None:
             if isinstance(value, str):
                 text = _json_str(value)
+            elif type(value) is GloballyUniqueId:  # the common case: (worker, int)
+                text = f"[{self._atoms.get(value[0]) or self._atom(value[0])},{value[1]:d}]"
             else:
                 text = (
                     "["
