@@ -121,6 +121,10 @@ class FrozenModel(BaseModel):
 
 _set_attr: Final = object.__setattr__
 _new: Final = object.__new__
+# BaseModel's slots, set through their descriptors (cheaper than object.__setattr__ by name).
+_set_fields_set: Final = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra: Final = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private: Final = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
@@ -135,9 +139,9 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
     """
     model = _new(cls)
     _set_attr(model, "__dict__", values)
-    _set_attr(model, "__pydantic_fields_set__", set(values))
-    _set_attr(model, "__pydantic_extra__", None)
-    _set_attr(model, "__pydantic_private__", None)
+    _set_fields_set(model, set(values))
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
 
 

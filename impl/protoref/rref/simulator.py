@@ -212,7 +212,14 @@ class Simulator:
         if leaks:
             self.leaks += ((w, leak) for leak in leaks)
         delivered = inp if isinstance(inp, ev.MessageBase) else None
-        self._record(action, w, seq, lamport, state, delivered=delivered)
+        # _record, inlined (once per event).
+        self.counts[action.action] += 1
+        if self._emit_line is not None:
+            self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered=delivered))
+        elif self.sink.enabled:
+            self.sink.emit(make_event(action, w, seq, lamport, state, delivered=delivered))
+        if self.config.check_invariants:
+            invariants.check(self.world(), seed=self.seed)
         return state
 
     def _send(self, m: ev.Message, stamp: int) -> None:

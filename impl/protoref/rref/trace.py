@@ -737,8 +737,8 @@ class EventEncoder:
     def __init__(self) -> None:
         self._atoms: dict[str | tuple[Any, ...], str] = {}
         self._records: dict[Gid, tuple[UserRRef, str]] = {}
-        # (node, variable) -> (the set last written, its JSON, its sorted elements, their JSON).
-        self._sets: dict[tuple[str, str], tuple[Any, str, list[Any], list[str]]] = {}
+        # node -> variable -> (the set last written, its JSON, its sorted elements, their JSON).
+        self._sets: dict[str, dict[str, tuple[Any, str, list[Any], list[str]]]] = {}
 
     def line(
         self,
@@ -752,7 +752,10 @@ class EventEncoder:
     ) -> str:
         """The event's JSON line (no newline)."""
         prefix, args_layout, post_layout = _LAYOUTS[args.action]
-        atoms, sets = self._atoms, self._sets
+        atoms = self._atoms
+        node_sets = self._sets.get(node)
+        if node_sets is None:
+            node_sets = self._sets[node] = {}
         values = args.__dict__
         parts: list[str] = []
         for name, key, kind in args_layout:
@@ -766,7 +769,7 @@ class EventEncoder:
         for name, key, kind in post_layout:
             if kind in (_SET, _USERS):
                 value = getattr(ctx, name)
-                last = sets.get((node, name))
+                last = node_sets.get(name)
                 if last is not None and last[0] is value:
                     parts.append(key + last[1])
                 else:
@@ -791,12 +794,12 @@ class EventEncoder:
         node and variable. Sets change by an element or two per step: the last one's sorted
         elements and their JSON are spliced (C-level set differences, bisection), not sorted
         and written again."""
-        key = (node, name)
-        last = self._sets.get(key)
+        node_sets = self._sets[node]
+        last = node_sets.get(name)
         elements: list[Any]
         texts: list[str]
         if not value:
-            self._sets[key] = (value, _EMPTY_SET, [], [])
+            node_sets[name] = (value, _EMPTY_SET, [], [])
             return _EMPTY_SET
         users = kind == _USERS  # a Mapping ForkId -> UserRRef; the records never change
         encode = (lambda f: self._record(value[f])) if users else self._atom
@@ -816,7 +819,7 @@ class EventEncoder:
             elements = sorted(value)
             texts = [encode(x) for x in elements]
         text = '{"#set":[' + ",".join(texts) + "]}"
-        self._sets[key] = (value, text, elements, texts)
+        node_sets[name] = (value, text, elements, texts)
         return text
 
     def _record(self, u: UserRRef) -> str:
