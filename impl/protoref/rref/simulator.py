@@ -284,9 +284,13 @@ class Simulator:
             retry.append(partial(self.retry_send, len(retry)))
         for i, env in enumerate(net):
             if env.ready_at <= now:
-                weight(1.0)
-                action(deliver[i])
-            if env.retryable:
+                if env.retryable:
+                    weights += (1.0, 0.3)
+                    actions += (deliver[i], retry[i])
+                else:
+                    weight(1.0)
+                    action(deliver[i])
+            elif env.retryable:
                 weight(0.3)
                 action(retry[i])
         destructors = self._destructors
@@ -474,7 +478,9 @@ class Simulator:
         :meth:`_worker_app_options` reads changed."""
         key: tuple[object, ...] = (ctx.held, ctx.owner_held)
         if workload:
-            key += (ctx.owners, ctx.timed_out, ctx.deleted, ctx.fetched, ctx.users)
+            # Not ``users``: only the records of held UserRRefs are read, a record never
+            # changes, and a new UserRRef is held (``held`` changes with it).
+            key += (ctx.owners, ctx.timed_out, ctx.deleted, ctx.fetched)
         if cached is not None and key == cached[1]:
             return ctx, cached[1], cached[2]
         return ctx, key, self._worker_app_options(w, ctx, workload=workload)
