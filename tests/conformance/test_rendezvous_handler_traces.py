@@ -1,5 +1,5 @@
-"""Traces of the real handler (threads on the in-memory store, processes on the file store)
-are accepted by TLC; a planted handler bug is rejected.
+"""Traces of the real handler (threads on the in-memory store, processes on the file store and
+on a local etcd) are accepted by TLC; a planted handler bug is rejected.
 
 The handlers run with real threads, real waits and a :class:`TickClock`; see
 :mod:`protoref.rendezvous.handler_trace` for why their traces replay (ticks, step lock, merge).
@@ -7,6 +7,7 @@ The handlers run with real threads, real waits and a :class:`TickClock`; see
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -17,8 +18,14 @@ import pytest
 
 from protoref.rendezvous import actions
 from protoref.rendezvous.clock import TickClock
+from protoref.rendezvous.etcd_server import EtcdServer
 from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.handler_trace import HandlerTracer, handler_header, merge
+from protoref.rendezvous.handler_trace import (
+    HandlerTracer,
+    TraceMergeError,
+    handler_header,
+    merge,
+)
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import FileStore, InMemoryStore
 from tracecheck.artifacts import failure_note
@@ -88,17 +95,19 @@ _NODE = """
 import sys
 from pathlib import Path
 from protoref.rendezvous.clock import TickClock
+from protoref.rendezvous.etcd_server import EtcdServer
 from protoref.rendezvous.handler import DynamicRendezvousHandler
 from protoref.rendezvous.handler_trace import HandlerTracer
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings
-from protoref.rendezvous.store import FileStore
-tick, store_dir, run_dir = 2.0**-4, Path(sys.argv[1]), Path(sys.argv[2])
+from protoref.rendezvous.node_main import store_from_url
+tick, store_url, run_dir = 2.0**-4, sys.argv[1], Path(sys.argv[2])
 index, n = int(sys.argv[3]), int(sys.argv[4])
 cfg = RendezvousSettings(run_id="traced", min_nodes=n, max_nodes=n, keep_alive_interval=4 * tick,
     heartbeat_timeout=8 * tick, cache_duration=tick, join_timeout=64.0)
 tracer = HandlerTracer(run_dir / f"raw{index}.jsonl", tick, lock=run_dir / "step.lock")
-h = DynamicRendezvousHandler(FileStore(store_dir), cfg, node=NodeDesc("127.0.0.1", 100 + index, 0),
-    clock=TickClock(tick), tracer=tracer)
+node = NodeDesc("127.0.0.1", 100 + index, 0)
+h = DynamicRendezvousHandler(store_from_url(store_url), cfg, node=node, clock=TickClock(tick),
+    tracer=tracer)
 info = h.next_rendezvous()
 h.num_nodes_waiting()
 h._heartbeats.close()
@@ -107,12 +116,10 @@ print(info.rank)
 """
 
 
-def _processes(n: int, tmp: Path) -> Path:
-    store_dir = tmp / "store"
-    store_dir.mkdir()
+def _processes(n: int, tmp: Path, store_url: str) -> Path:
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _NODE, str(store_dir), str(tmp), str(i), str(n)],
+            [sys.executable, "-c", _NODE, store_url, str(tmp), str(i), str(n)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -120,7 +127,6 @@ def _processes(n: int, tmp: Path) -> Path:
     ]
     ranks = sorted(int(p.communicate(timeout=LIMIT)[0]) for p in procs)
     assert ranks == list(range(n))
-    assert FileStore(store_dir).get("torch.rendezvous.traced") is not None
     nodes = [NodeDesc("127.0.0.1", 100 + i, 0) for i in range(n)]
     out = tmp / "processes.ndjson"
     raws = [tmp / f"raw{i}.jsonl" for i in range(n)]
@@ -138,9 +144,24 @@ def _reversed_ranks(s: RendezvousState) -> RendezvousState:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made: dict[str, Callable[[], Path]] = {
         "threads": lambda: _threads(3, tmp_path_factory.mktemp("threads")),
-        "processes": lambda: _processes(3, tmp_path_factory.mktemp("processes")),
+        "file": lambda: _file_run(3, tmp_path_factory.mktemp("file")),
+        "etcd": lambda: _etcd_run(3, tmp_path_factory.mktemp("etcd")),
     }
     return {name: make() for name, make in made.items()}
+
+
+def _file_run(n: int, tmp: Path) -> Path:
+    store_dir = tmp / "store"
+    store_dir.mkdir()
+    out = _processes(n, tmp, f"file:{store_dir}")
+    assert FileStore(store_dir).get("torch.rendezvous.traced") is not None
+    return out
+
+
+def _etcd_run(n: int, tmp: Path) -> Path:
+    """Processes on a throwaway local etcd (Debian's etcd-server; a missing binary fails)."""
+    with EtcdServer() as etcd:
+        return _processes(n, tmp, f"{etcd.url}/traced")
 
 
 def test_real_handler_traces_are_accepted(runs: dict[str, Path]) -> None:
@@ -165,3 +186,26 @@ def test_planted_handler_bug_is_rejected(tmp_path: Path, monkeypatch: pytest.Mon
     # the completing join is the first step no spec behaviour explains
     assert bad.event == "AddToParticipants"
     assert bad.post["local"]["complete"] is True
+
+
+def test_merge_refuses_records_that_contradict_the_store(tmp_path: Path) -> None:
+    _threads(2, tmp_path)
+    lines = (tmp_path / "raw.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    won = next(i for i, r in enumerate(records) if r["event"]["event"] == "SyncWriteWon")
+    later = next(
+        i for i, r in enumerate(records) if i > won and r["event"]["event"] == "SyncWriteWon"
+    )
+    records[later]["token"] = records[won]["token"]  # a "new" write of an old version
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    nodes = [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(2)]
+    header = handler_header(_settings(2), nodes, TICK)
+    with pytest.raises(TraceMergeError, match=r"bad.jsonl:\d+: a won write of token"):
+        merge([bad], header, tmp_path / "out.ndjson")
+
+
+def test_header_names_a_setting_that_is_not_whole_ticks() -> None:
+    cfg = _settings(2).model_copy(update={"last_call_timeout": 0.1})
+    with pytest.raises(ValueError, match=r"last_call_timeout = 0\.1 s"):
+        handler_header(cfg, [NodeDesc("h", 1, 0)], TICK)

@@ -13,7 +13,7 @@ import pytest
 
 from protoref.rendezvous.etcd_server import EtcdServer
 from protoref.rendezvous.etcd_store import DEFAULT_PREFIX, EtcdStore
-from protoref.rendezvous.handler_trace import TraceMergeError, handler_header, merge
+from protoref.rendezvous.handler_trace import handler_header, merge
 from protoref.rendezvous.node_main import main, store_from_url
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings
 from protoref.rendezvous.store import FileStore
@@ -170,13 +170,6 @@ def test_traced_processes_on_the_file_store_are_accepted_by_tlc(tmp_path: Path) 
     assert verdict.accepted, failure_note([load_trace(trace)], report, RENDEZVOUS, SPEC_ROOT)
 
 
-@pytest.mark.xfail(
-    raises=TraceMergeError,
-    strict=True,
-    reason="handler_trace.merge checks that each won write's token is the previous one + 1; "
-    "etcd's token is the key's mod_revision (a cluster-wide revision: starts at 2, skips the "
-    "revisions of other keys' writes)",
-)
 def test_traced_processes_on_etcd_merge(
     etcd_server: EtcdServer, etcd_prefix: str, tmp_path: Path
 ) -> None:

@@ -16,7 +16,7 @@ replayable through DynamicRendezvous.tla:
   ``time.monotonic_ns()`` stamp taken inside the lock: CLOCK_MONOTONIC is system-wide) to its
   own file; :func:`merge` sorts them by stamp, inserts a ``Tick`` for every tick boundary,
   renumbers ``seq`` and ``lamport``, and checks that the store tokens seen follow the order
-  (each won write is the next token, each read sees the latest), so a merge that does not
+  (each won write brings a new token, each read sees the latest), so a merge that does not
   match the store's history is an error rather than a trace.
 """
 
@@ -155,14 +155,19 @@ def _records(raws: Sequence[Path]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: r["stamp"])
 
 
-def _check_token(rec: dict[str, Any], latest: int | None) -> int | None:
-    """The store token after ``rec``; raises if it does not fit the store's history."""
+def _check_token(rec: dict[str, Any], latest: int | None, seen: set[int]) -> int | None:
+    """The store token after ``rec``; raises if it does not fit the store's history.
+
+    A store's tokens only promise to change with every write (the file store counts 1, 2, ...;
+    etcd's are global revisions), so a won write must bring a token not seen before.
+    """
     name, token = rec["event"]["event"], rec["token"]
     if name == "SyncWriteWon":
-        if token != (latest or 0) + 1:
+        if token is None or token in seen:
             raise TraceMergeError(
-                f"{rec['where']}: a won write of token {token} after token {latest}"
+                f"{rec['where']}: a won write of token {token}, which is not a new version"
             )
+        seen.add(int(token))
         return int(token)
     if name in _STORE_SYNCS and token != latest:
         raise TraceMergeError(f"{rec['where']}: {name} saw token {token}, the store held {latest}")
@@ -175,6 +180,7 @@ def merge(raws: Sequence[Path | str], header: TraceHeader, out: Path | str) -> i
     lines = [encode_line(header)]
     seqs: dict[str, int] = {}
     lamport, latest = 0, None
+    seen: set[int] = set()
     current = records[0]["tick"] if records else 0
 
     def emit(event: dict[str, Any]) -> None:
@@ -191,7 +197,7 @@ def merge(raws: Sequence[Path | str], header: TraceHeader, out: Path | str) -> i
         while current < rec["tick"]:
             current += 1
             emit({"kind": "event", "event": "Tick", "node": CLOCK_NODE, "args": {}, "post": {}})
-        latest = _check_token(rec, latest)
+        latest = _check_token(rec, latest, seen)
         emit(rec["event"])
     Path(out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return lamport
