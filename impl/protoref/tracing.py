@@ -56,6 +56,7 @@ __all__ = [
     "read_trace_file",
     "sort_key",
     "tla_set",
+    "tla_set_in",
     "trusted",
 ]
 
@@ -92,7 +93,8 @@ def tla_set(elements: Iterable[JsonValue]) -> dict[str, JsonValue]:
     return {"#set": sorted(elements, key=sort_key)}
 
 
-def _set_in(value: Any) -> Any:
+def tla_set_in(value: Any) -> Any:
+    """Unwrap ``{"#set": [...]}`` for a validator (other values pass through unchanged)."""
     if isinstance(value, dict):
         if set(value) != {"#set"}:
             raise ValueError(
@@ -107,7 +109,7 @@ def _set_out(value: Any, handler: Callable[[Any], Any]) -> Any:
 
 
 #: A TLA+ set: a frozenset in Python, ``{"#set": [...]}`` in JSON.
-TlaSet = Annotated[frozenset[T], _Before(_set_in), WrapSerializer(_set_out, when_used="json")]
+TlaSet = Annotated[frozenset[T], _Before(tla_set_in), WrapSerializer(_set_out, when_used="json")]
 
 
 # --------------------------------------------------------------------------- records

@@ -23,9 +23,10 @@ import pytest
 from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
 from protoref.rendezvous.etcd_server import EtcdServer
 from protoref.rendezvous.etcd_store import EtcdStore
-from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo
+from protoref.rendezvous.handler import DynamicRendezvousHandler
 from protoref.rendezvous.holder import StateHolder
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from support.rendezvous import rendezvous_all
 
 LIMIT = 30.0  # seconds a helper thread may take before the test fails (never reached)
 
@@ -381,37 +382,17 @@ def test_foreign_run_is_rejected_through_etcd(etcd_store: EtcdStore) -> None:
 # --------------------------------------------------------------------------- the handler
 
 
-def _rendezvous(handlers: list[DynamicRendezvousHandler]) -> dict[NodeDesc, RendezvousInfo]:
-    out: dict[NodeDesc, RendezvousInfo] = {}
-    errors: list[BaseException] = []
-
-    def go(h: DynamicRendezvousHandler) -> None:
-        try:
-            out[h.node] = h.next_rendezvous()
-        except BaseException as err:  # reported below
-            errors.append(err)
-
-    threads = [threading.Thread(target=go, args=(h,)) for h in handlers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(LIMIT)
-        assert not t.is_alive()
-    assert not errors, errors
-    return out
-
-
 def test_handlers_rendezvous_over_etcd(etcd_store: EtcdStore) -> None:
     n = 4
     cfg = RendezvousSettings(run_id="etcd-threads", min_nodes=n, max_nodes=n, cache_duration=0)
     nodes = [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(n)]
     handlers = [DynamicRendezvousHandler(etcd_store, cfg, node=node) for node in nodes]
     try:
-        first = _rendezvous(handlers)
+        first = rendezvous_all(handlers)
         expected = {node: rank for rank, node in enumerate(sorted(nodes))}
         assert {node: info.rank for node, info in first.items()} == expected
         assert {(info.round, info.world_size) for info in first.values()} == {(0, n)}
-        second = _rendezvous(handlers)  # all exit round 0; the last one out bumps the round
+        second = rendezvous_all(handlers)  # all exit round 0; the last one out bumps the round
         assert {node: info.rank for node, info in second.items()} == expected
         assert {(info.round, info.world_size) for info in second.values()} == {(1, n)}
         assert handlers[0].shutdown()

@@ -12,10 +12,11 @@ from protoref.rendezvous.errors import (
     RendezvousGracefulExitError,
     RendezvousTimeoutError,
 )
-from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo
+from protoref.rendezvous.handler import DynamicRendezvousHandler
 from protoref.rendezvous.heartbeat import HeartbeatTimer
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings
 from protoref.rendezvous.store import InMemoryStore
+from support.rendezvous import rendezvous_all
 
 JOIN_LIMIT = 30.0  # seconds a test thread may take before the test fails (never reached)
 
@@ -32,32 +33,12 @@ def handlers() -> Iterator[list[DynamicRendezvousHandler]]:
         h._heartbeats.close()
 
 
-def _run_all(hs: list[DynamicRendezvousHandler]) -> dict[NodeDesc, RendezvousInfo]:
-    out: dict[NodeDesc, RendezvousInfo] = {}
-    errors: list[BaseException] = []
-
-    def go(h: DynamicRendezvousHandler) -> None:
-        try:
-            out[h.node] = h.next_rendezvous()
-        except BaseException as err:  # reported below
-            errors.append(err)
-
-    threads = [threading.Thread(target=go, args=(h,)) for h in hs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(JOIN_LIMIT)
-        assert not t.is_alive()
-    assert not errors, errors
-    return out
-
-
 @pytest.mark.parametrize("n", [1, 3, 8])
 def test_ranks_follow_sorted_node_order(n: int, handlers: list[DynamicRendezvousHandler]) -> None:
     store = InMemoryStore()
     cfg = RendezvousSettings(run_id="t", min_nodes=n, max_nodes=n)
     handlers += [DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(n)]
-    out = _run_all(handlers)
+    out = rendezvous_all(handlers)
     expected = {node: rank for rank, node in enumerate(sorted(_nodes(n)))}
     assert {node: info.rank for node, info in out.items()} == expected
     assert {info.world_size for info in out.values()} == {n}
@@ -68,7 +49,7 @@ def test_last_call_completes_between_min_and_max(handlers: list[DynamicRendezvou
     store = InMemoryStore()
     cfg = RendezvousSettings(run_id="t", min_nodes=2, max_nodes=4, last_call_timeout=0.05)
     handlers += [DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(2)]
-    out = _run_all(handlers)
+    out = rendezvous_all(handlers)
     assert sorted(i.rank for i in out.values()) == [0, 1]
 
 
@@ -76,8 +57,8 @@ def test_second_round_after_an_exit(handlers: list[DynamicRendezvousHandler]) ->
     store = InMemoryStore()
     cfg = RendezvousSettings(run_id="t", min_nodes=2, max_nodes=2)
     handlers += [DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(2)]
-    assert {i.round for i in _run_all(handlers).values()} == {0}
-    second = _run_all(handlers)  # both exit round 0; the last one out bumps the round
+    assert {i.round for i in rendezvous_all(handlers).values()} == {0}
+    second = rendezvous_all(handlers)  # both exit round 0; the last one out bumps the round
     assert {i.round for i in second.values()} == {1}
     assert sorted(i.rank for i in second.values()) == [0, 1]
 

@@ -23,7 +23,7 @@ from pydantic.alias_generators import to_camel
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.events import Message, MessageBase
 from protoref.rref.state import Pair, Parked, RRefContext, UserRRef
-from protoref.tracing import FrozenModel, TraceEventBase, sort_key, trusted
+from protoref.tracing import FrozenModel, TraceEventBase, sort_key, tla_set_in, trusted
 
 Gid: TypeAlias = GloballyUniqueId
 T = TypeVar("T")
@@ -220,16 +220,6 @@ class DestroyInstanceArgs(_W):
 # values is the same order; tests/rref/test_trace.py checks the two orders agree.
 
 
-def _set_in(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) != {"#set"}:
-            raise ValueError(
-                f"a TLA+ set is encoded as {{'#set': [...]}}, got keys {sorted(value)}"
-            )
-        return value["#set"]
-    return value
-
-
 def _ids_out(value: Any, handler: Callable[[Any], Any]) -> Any:
     return {"#set": sorted(handler(value))}
 
@@ -249,15 +239,15 @@ def _messages_out(value: Any, handler: Callable[[Any], Any]) -> Any:
 
 #: A set of messages (``delivered`` holds one: nothing to order).
 MessageSet = Annotated[
-    frozenset[Message], BeforeValidator(_set_in), WrapSerializer(_messages_out, when_used="json")
+    frozenset[Message], BeforeValidator(tla_set_in), WrapSerializer(_messages_out, when_used="json")
 ]
 #: A set of ids, id pairs or parked fetches (elements of one tuple shape).
 IdSet = Annotated[
-    frozenset[T], BeforeValidator(_set_in), WrapSerializer(_ids_out, when_used="json")
+    frozenset[T], BeforeValidator(tla_set_in), WrapSerializer(_ids_out, when_used="json")
 ]
 #: A set of UserRRef records (ordered by their unique ForkId).
 UserSet = Annotated[
-    frozenset[UserRRef], BeforeValidator(_set_in), WrapSerializer(_users_out, when_used="json")
+    frozenset[UserRRef], BeforeValidator(tla_set_in), WrapSerializer(_users_out, when_used="json")
 ]
 
 
