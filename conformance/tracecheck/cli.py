@@ -88,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_docs(sub)
     _add_sany(sub)
     _add_simtraces(sub)
+    _add_contract(sub)
     return parser
 
 
@@ -219,6 +220,24 @@ def _add_simtraces(sub: Any) -> None:
     sim.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     sim.add_argument("--out", type=Path, required=True, help="folder for the trace files")
     sim.set_defaults(func=_cmd_simtraces)
+
+
+def _add_contract(sub: Any) -> None:
+    contract = sub.add_parser(
+        "contract", help="what a protocol's traces must carry (for another implementation)"
+    )
+    contract.add_argument("protocol", help="a protocol name (rref, rendezvous) or module:MAP")
+    contract.add_argument("--json", action="store_true", help="as JSON instead of Markdown")
+    contract.set_defaults(func=_cmd_contract)
+
+
+def _cmd_contract(args: argparse.Namespace, console: Console) -> int:
+    from tracecheck.contract import contract_markdown, contract_of  # noqa: PLC0415 - only here
+
+    found = contract_of(load_mapping(args.protocol))
+    print(found.model_dump_json(indent=2) if args.json else contract_markdown(found), end="")
+    del console
+    return 0
 
 
 def _cmd_simtraces(args: argparse.Namespace, console: Console) -> int:

@@ -1,0 +1,114 @@
+"""What a protocol's traces must contain, read off its mapping table: the trace contract.
+
+Another implementation (a port, an instrumented PyTorch) that wants its traces replayed needs to
+know exactly which header settings, events, arguments and post-state fields the checker will ask
+for. That is all in the :class:`~tracecheck.mapping.ProtocolMap`; this module presents it, as
+data (``tracecheck contract PROTOCOL --json``) and as Markdown, so the documentation is derived
+from the table the checker runs on and cannot drift from it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+from tracecheck.mapping import NODE, ProtocolMap
+
+__all__ = ["Contract", "EventContract", "contract_markdown", "contract_of"]
+
+_SETTING = re.compile(r"\{settings\[([^\]]+)\]\}")
+
+
+class EventContract(BaseModel):
+    """One event: its action's parameters, the ``args`` it carries and the ``post`` it logs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event: str
+    #: The spec action's parameters in order; ``"node"`` is the event's acting node.
+    params: tuple[str, ...]
+    args: tuple[str, ...]
+    #: Logged post field -> the TLA+ expression it must equal (``@`` is the acting node).
+    post: dict[str, str]
+
+
+class Contract(BaseModel):
+    """Everything a trace of ``protocol`` must carry to be replayed through ``module``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    protocol: str
+    module: str
+    #: Header ``settings`` keys the spec's constants are built from.
+    settings: tuple[str, ...]
+    #: Spec constant -> TLA+ template over ``{nodes}`` and ``{settings[...]}``.
+    constants: dict[str, str]
+    #: True when some constants are computed from the traces themselves (e.g. id bounds).
+    derived_constants: bool
+    events: tuple[EventContract, ...]
+    #: Spec actions no trace logs, with the reason.
+    hidden: dict[str, str]
+    #: Spec actions the replay may take unlogged between two events, at most ``max_hidden``.
+    hidden_steps: tuple[str, ...]
+    max_hidden: int
+    #: ``module:ATTRIBUTE`` of the pydantic schema every event is validated against first.
+    event_schema: str | None
+
+
+def contract_of(mapping: ProtocolMap) -> Contract:
+    """The trace contract of ``mapping``."""
+    settings = sorted({s for t in mapping.constants.values() for s in _SETTING.findall(t)})
+    return Contract(
+        protocol=mapping.protocol,
+        module=mapping.module,
+        settings=tuple(settings),
+        constants=dict(mapping.constants),
+        derived_constants=mapping.derive is not None,
+        events=tuple(
+            EventContract(event=a.event, params=a.params, args=a.args, post=dict(a.post))
+            for a in mapping.actions
+        ),
+        hidden=dict(mapping.hidden),
+        hidden_steps=mapping.hidden_steps,
+        max_hidden=mapping.max_hidden,
+        event_schema=mapping.event_schema,
+    )
+
+
+def _code(items: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(f"`{i}`" for i in items) or "—"
+
+
+def _cell(text: str) -> str:
+    """A TLA+ expression inside a Markdown table cell (``|->`` would split the row)."""
+    return text.replace("|", "\\|")
+
+
+def contract_markdown(c: Contract) -> str:
+    """The contract as Markdown: header requirements, one table row per event, hidden actions."""
+    out = [
+        f"## Trace contract: `{c.protocol}` (spec module `{c.module}`)",
+        "",
+        f'Header: `"protocol": "{c.protocol}"`, `nodes` (the spec\'s node set), and `settings` '
+        f"with {_code(list(c.settings))}.",
+    ]
+    if c.derived_constants:
+        out.append("Some constants (bounds) are computed from the traces themselves.")
+    if c.event_schema:
+        out.append(f"Events are validated first against `{c.event_schema}`.")
+    out += ["", "| event | action parameters | `args` | `post` field = TLA+ |", "|---|---|---|---|"]
+    for e in c.events:
+        params = ", ".join("node" if p == NODE else p for p in e.params)
+        post = "<br>".join(f"`{k}` = `{_cell(v)}`" for k, v in e.post.items()) or "—"
+        out.append(f"| `{e.event}` | ({params}) | {_code(list(e.args))} | {post} |")
+    if c.hidden:
+        out += ["", "Spec actions never logged:", ""]
+        out += [f"- `{name}`: {reason}" for name, reason in sorted(c.hidden.items())]
+    if c.hidden_steps:
+        out += [
+            "",
+            f"Unlogged steps the replay may insert (at most {c.max_hidden} in a row): "
+            f"{_code(list(c.hidden_steps))}.",
+        ]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,59 @@
+"""`tracecheck contract`: the trace contract read off the mapping, checked against real traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tracecheck.cli import main
+from tracecheck.contract import contract_markdown, contract_of
+from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.protocols import load_mapping
+
+GOLDEN = Path(__file__).parents[1] / "rref" / "golden"
+
+
+def test_golden_rref_traces_carry_exactly_what_the_contract_asks() -> None:
+    found = contract_of(load_mapping("rref"))
+    by_event = {e.event: e for e in found.events}
+    files = sorted(GOLDEN.glob("*.ndjson"))
+    assert files
+    for path in files:
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        header, events = lines[0], lines[1:]
+        assert set(found.settings) <= set(header["settings"]), path.name
+        for ev in events:
+            wanted = by_event[ev["event"]]
+            assert set(ev["args"]) == set(wanted.args), (path.name, ev)
+            assert set(wanted.post) <= set(ev["post"]), (path.name, ev)
+
+
+def test_settings_come_from_the_constant_templates() -> None:
+    mapping = ProtocolMap(
+        protocol="toy",
+        module="Toy",
+        constants={"N": "{nodes}", "Max": "{settings[Max]}", "Pair": "<<{settings[A]}, 1>>"},
+        actions=(ActionMap(event="Put", params=("node", "k"), post={"r": "[k |-> r'[@]]"}),),
+        hidden={"Tick": "time is not logged"},
+    )
+    found = contract_of(mapping)
+    assert found.settings == ("A", "Max")
+    assert found.events[0].args == ("k",)
+    text = contract_markdown(found)
+    # |-> inside a table cell is escaped, or the row would split into more columns
+    assert "`r` = `[k \\|-> r'[@]]`" in text
+    row = next(line for line in text.splitlines() if line.startswith("| `Put`"))
+    assert row.replace("\\|", "").count("|") == 5
+    assert "- `Tick`: time is not logged" in text
+
+
+def test_cli_json_and_unknown_protocol(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["contract", "rendezvous", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["protocol"] == "rendezvous"
+    assert "MinNodes" in data["settings"]
+    assert {e["event"] for e in data["events"]} >= {"AddToParticipants", "Tick"}
+    assert main(["contract", "nope"]) == 2
+    assert "no mapping for protocol 'nope'" in capsys.readouterr().err
