@@ -72,3 +72,14 @@ def test_a_seeded_campaign_is_accepted_in_one_tlc_run(tmp_path: Path) -> None:
     assert sum(result.report.coverage.values()) == result.report.events
     # Every event is pinned down: no unlogged choice multiplies the states per event.
     assert result.report.distinct_states <= 2 * result.report.events
+
+
+def test_fifty_seeded_runs_with_crashes_and_close_are_accepted() -> None:
+    # The simulator's default workload crashes nodes, lets late joiners in, closes the
+    # rendezvous and interleaves every node's sync / decide / apply steps by the seed.
+    result = run_campaign("rendezvous", 50, 1000, 150, ROOT / "spec")
+    assert result.report.all_accepted, campaign_failure_note(result, ROOT / "spec")
+    assert len(result.report.verdicts) == 50
+    for action in ("Crash", "SetClosed", "SyncWriteLost", "RemoveFromParticipants"):
+        assert result.report.coverage.get(action, 0) > 0, action
+    assert result.report.tlc_runs == 1
