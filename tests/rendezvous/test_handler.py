@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -135,3 +135,62 @@ def test_paused_timer_never_calls_back() -> None:
     timer = HeartbeatTimer(0.001, called.set, "test-beat")
     timer.close()  # never resumed: the thread ends without a call
     assert not called.is_set()
+
+
+def _until(pred: Callable[[], bool]) -> bool:
+    """Poll ``pred`` every 10 ms for at most JOIN_LIMIT seconds (never a timing assertion)."""
+    tick = threading.Event()
+    for _ in range(int(JOIN_LIMIT / 0.01)):
+        if pred():
+            return True
+        tick.wait(0.01)
+    return pred()
+
+
+def test_late_joiner_lands_in_the_wait_list(handlers: list[DynamicRendezvousHandler]) -> None:
+    store = InMemoryStore()
+    cfg = RendezvousSettings(
+        run_id="t", min_nodes=2, max_nodes=3, last_call_timeout=0.05, cache_duration=0
+    )
+    a, b, late = (DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(3))
+    handlers += [a, b, late]
+    first = rendezvous_all([a, b])  # min reached, last call expires: round 0 with 2 of 3
+    assert {i.world_size for i in first.values()} == {2}
+    ended: list[BaseException] = []
+
+    def join_late() -> None:
+        try:
+            late.next_rendezvous()
+        except RendezvousClosedError as err:  # the job ends before a next round starts
+            ended.append(err)
+
+    waiter = threading.Thread(target=join_late)
+    waiter.start()
+    # The round is complete but not full: the late node waits for the next round, and the
+    # participants see it (torchelastic's agent restarts the group on num_nodes_waiting > 0).
+    assert _until(lambda: a.num_nodes_waiting() == 1)
+    assert a.shutdown()
+    waiter.join(JOIN_LIMIT)
+    assert not waiter.is_alive()
+    assert len(ended) == 1
+
+
+def test_a_dead_node_is_removed_by_the_others(handlers: list[DynamicRendezvousHandler]) -> None:
+    store = InMemoryStore()
+    cfg = RendezvousSettings(
+        run_id="t",
+        min_nodes=2,
+        max_nodes=3,
+        last_call_timeout=0.05,
+        keep_alive_interval=0.02,
+        keep_alive_max_attempt=2,
+        cache_duration=0,
+    )
+    a, b, dead = (DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(3))
+    handlers += [a, b, dead]
+    assert {i.world_size for i in rendezvous_all([a, b, dead]).values()} == {3}
+    dead._heartbeats.close()  # the process dies: no exit op, no more heartbeats
+    second = rendezvous_all([a, b])  # the survivors sanitize it away and start round 1
+    assert {i.round for i in second.values()} == {1}
+    assert {i.world_size for i in second.values()} == {2}
+    assert sorted(i.rank for i in second.values()) == [0, 1]
