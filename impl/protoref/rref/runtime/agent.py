@@ -5,7 +5,7 @@ MASTER_ADDR/MASTER_PORT: every other worker listens on a port of its own (0: the
 dials the master, sends a ``Join`` and receives the peer table once ``world_size`` workers have
 joined. Application threads step the core themselves under the node's lock (the loop thread
 takes the same lock for arriving frames); sockets and timers belong to the loop thread, which
-application threads reach through ``call_soon_threadsafe``.
+application threads reach through ``Node.handoff`` (one loop wake-up per batch).
 
 Graceful shutdown follows PyTorch's: ``_wait_all_workers`` (barrier 1, after this worker's own
 user calls and UDFs finished), then ``delAllUsersAndUnforkedOwners`` (wait until pendingUsers_,
@@ -42,7 +42,7 @@ from protoref.rref.runtime.errors import (
     RPCTimeoutError,
 )
 from protoref.rref.runtime.handle import RRef, WorkerInfo
-from protoref.rref.runtime.node import Node, post
+from protoref.rref.runtime.node import Node
 from protoref.rref.runtime.transport import Link, Transport
 from protoref.rref.runtime.udf import qualified_name
 from protoref.rref.runtime.wire import DEFAULT_MAX_FRAME_BYTES
@@ -276,7 +276,7 @@ class Agent:
         generation is then unknown: only the loop sends retried messages, see Node.emit)."""
         if threading.get_ident() == self.thread.ident:
             return self.transport.send(peer, cls, **fields)
-        post(self.loop, functools.partial(self.transport.send, peer, cls, **fields))
+        self.node.handoff(functools.partial(self.transport.send, peer, cls, **fields))
         return -1
 
     # ------------------------------------------------------------------ rendezvous
@@ -460,14 +460,12 @@ class Agent:
 
     def release_user(self, f: Gid) -> None:
         """weakref.finalize of a UserRRef handle (any thread): DropRRef on the loop."""
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing left to tell
-            if not self.closed:
-                self.loop.call_soon_threadsafe(self.node.drop_user, f)
+        if not self.closed:  # else nothing is left to tell (handoff ignores a closed loop)
+            self.node.handoff(self.node.drop_user, f)
 
     def release_owner(self, r: Gid) -> None:
-        with contextlib.suppress(RuntimeError):
-            if not self.closed:
-                self.loop.call_soon_threadsafe(self.node.drop_owner, r)
+        if not self.closed:
+            self.node.handoff(self.node.drop_owner, r)
 
     # ------------------------------------------------------------------ shutdown
 

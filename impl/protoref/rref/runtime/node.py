@@ -94,6 +94,9 @@ class Node:
     loop_thread: int | None = None
     _ids: int = 0
     _steps: int = 0
+    #: Callbacks handed to the loop thread, in order (see :meth:`handoff`).
+    _handoffs: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = field(default_factory=deque)
+    _drain_pending: bool = False
 
     def __post_init__(self) -> None:
         self.ctx = RRefContext(me=self.me)
@@ -176,8 +179,33 @@ class Node:
         if self.on_loop():
             fn(*args)
         else:
+            self.handoff(fn, *args)
+
+    def handoff(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` on the loop thread after everything handed off before it (any thread).
+
+        One queue in FIFO order for every thread, and one wake-up of the loop for a whole batch:
+        a round trip's remote call, its timer, its fetch and the previous RRef's delete, handed
+        off by the application thread while the loop sleeps, cost one self-pipe write and one
+        loop iteration (whose frames then leave in one socket write, see Link.send) instead of
+        one each. Race-free under the GIL: ``_drain`` clears the flag before it pops, so an
+        entry appended while the flag is set is popped by a drain that has not started yet."""
+        self._handoffs.append((fn, args))
+        if self._drain_pending:
+            return
+        self._drain_pending = True
+        if self.on_loop():
+            (self.loop or asyncio.get_running_loop()).call_soon(self._drain)
+        else:
             assert self.loop is not None
-            post(self.loop, fn, *args)
+            post(self.loop, self._drain)
+
+    def _drain(self) -> None:
+        self._drain_pending = False
+        queue = self._handoffs
+        while queue:
+            fn, args = queue.popleft()
+            fn(*args)
 
     def emit(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
         """Send a message a step produced; from an application thread the send is handed to
@@ -206,7 +234,6 @@ class Node:
             result = fr.Result(ok=False, error_type="RPCError", error=f"no value for {m.rref}")
             self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
             return
-        loop = asyncio.get_running_loop()
 
         def ready(done: cf.Future[Any]) -> None:
             result = self._result_of(done, m.dst, allow_rrefs=False)
@@ -215,7 +242,7 @@ class Node:
         if box.done():  # the common case: no extra trip through the loop
             ready(box)
         else:
-            box.add_done_callback(lambda done: post(loop, ready, done))
+            box.add_done_callback(lambda done: self.handoff(ready, done))
 
     def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
         with self.lock:
@@ -396,7 +423,6 @@ class Node:
         r = m.rref
         self.boxes.setdefault(r, cf.Future())
         self.computing.add(r)
-        loop = asyncio.get_running_loop()
         try:
             args, kwargs = self.decode_call(call, stamp)
             fn = resolve(call.fn)
@@ -405,7 +431,7 @@ class Node:
             udf.set_exception(err)
         else:
             udf = self.run_udf(lambda: fn(*args, **kwargs))
-        udf.add_done_callback(lambda d: post(loop, self._remote_done, m, stamp, d))
+        udf.add_done_callback(lambda d: self.handoff(self._remote_done, m, stamp, d))
 
     def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
         with self.lock:
@@ -427,7 +453,6 @@ class Node:
         self.apply(m, stamp)
 
     def _user_call(self, peer: WorkerId, frame: fr.UserCall) -> None:
-        loop = asyncio.get_running_loop()
         body = frame.body
         try:
             args, kwargs = self.decode_call(body, frame.stamp)
@@ -444,12 +469,11 @@ class Node:
                 peer, fr.UserReply, stamp=self.clock.lamport, call_id=frame.call_id, result=result
             )
 
-        udf.add_done_callback(lambda d: post(loop, reply, d))
+        udf.add_done_callback(lambda d: self.handoff(reply, d))
 
     def _refetch(self, peer: WorkerId, frame: fr.Refetch) -> None:
         r = Gid(*frame.rref)
         box = self.boxes.get(r)
-        loop = asyncio.get_running_loop()
 
         def reply(done: cf.Future[Any]) -> None:
             result = self._result_of(done, peer, allow_rrefs=False)
@@ -460,7 +484,7 @@ class Node:
         if box is None:
             box = cf.Future()
             box.set_exception(RemoteError("RPCError", f"{self.me} holds no OwnerRRef {r}"))
-        box.add_done_callback(lambda d: post(loop, reply, d))
+        box.add_done_callback(lambda d: self.handoff(reply, d))
 
     # ------------------------------------------------------------------ retries
 

@@ -54,14 +54,26 @@ class Link:
     writer: asyncio.StreamWriter
     session: wire.Session
     dead: bool = False
+    #: Sealed frames not written yet: every frame one loop iteration sends to this peer goes
+    #: out in one socket write (one send syscall, usually one TCP segment) instead of one each.
+    _out: list[bytes] = field(default_factory=list)
 
     def send(self, cls: Callable[..., Frame], **fields: Any) -> None:
         if self.dead:
             raise ConnectionError(f"link to {self.peer} is closed")
         frame = cls(seq=self.session.next_seq(), **fields)
-        self.writer.write(self.session.seal(frame))
+        if not self._out:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._out.append(self.session.seal(frame))
+
+    def flush(self) -> None:
+        """Write the frames sealed so far, in order (a no-op once written or closed)."""
+        if self._out and not self.writer.is_closing():
+            self.writer.write(b"".join(self._out))
+        self._out.clear()
 
     def close(self) -> None:
+        self.flush()  # frames sealed before the close still go (the transport drains them)
         self.dead = True
         self.writer.close()
 
@@ -236,6 +248,7 @@ class Transport:
             task.cancel()
         links = [*self.outbound.values(), *self.inbound.values()]
         for link in links:
+            link.flush()
             with contextlib.suppress(*_BROKEN):
                 await link.writer.drain()
             link.close()
