@@ -43,7 +43,7 @@ from protoref.rref.runtime.errors import (
 )
 from protoref.rref.runtime.handle import RRef, WorkerInfo
 from protoref.rref.runtime.node import Node
-from protoref.rref.runtime.transport import Link, Transport
+from protoref.rref.runtime.transport import Link, Transport, corked
 from protoref.rref.runtime.udf import qualified_name
 from protoref.rref.runtime.wire import DEFAULT_MAX_FRAME_BYTES
 from protoref.rref.state import Leak
@@ -276,6 +276,9 @@ class Agent:
         generation is then unknown: only the loop sends retried messages, see Node.emit)."""
         if threading.get_ident() == self.thread.ident:
             return self.transport.send(peer, cls, **fields)
+        generation = self.transport.send_now(peer, cls, **fields)
+        if generation is not None:
+            return generation
         self.node.handoff(functools.partial(self.transport.send, peer, cls, **fields))
         return -1
 
@@ -319,7 +322,9 @@ class Agent:
         waiting for it doubled the latency of every call on a busy machine.)"""
         if self.closed:
             raise RPCError(f"RPC on {self.name} is shut down")
-        with self.node.lock:
+        node = self.node
+        with corked(), node.lock:  # its frames (and the drops') leave in one write per peer
+            node.apply_drops()  # a safe point: RRefs the application dropped go first
             return fn()
 
     def _run_udf(self, fn: Callable[[], Any]) -> cf.Future[Any]:
@@ -460,21 +465,23 @@ class Agent:
 
     def release_user(self, f: Gid) -> None:
         """weakref.finalize of a UserRRef handle (any thread): DropRRef on the loop."""
-        if not self.closed:  # else nothing is left to tell (handoff ignores a closed loop)
-            self.node.handoff(self.node.drop_user, f)
+        if not self.closed:  # else nothing is left to tell
+            self.node.note_drop(self.node.drop_user, f)
 
     def release_owner(self, r: Gid) -> None:
         if not self.closed:
-            self.node.handoff(self.node.drop_owner, r)
+            self.node.note_drop(self.node.drop_owner, r)
 
     # ------------------------------------------------------------------ shutdown
 
     async def _until(self, what: str, pred: Callable[[], bool], deadline: float) -> str | None:
-        while not pred():
+        while True:
+            self.node.apply_drops()
+            if pred():
+                return None
             if time.monotonic() > deadline:
                 return f"timed out waiting for {what}"
             await asyncio.sleep(0.002)
-        return None
 
     async def _barrier(self, phase: int, deadline: float) -> str | None:
         go = self._go.setdefault(phase, self.loop.create_future())

@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import contextlib
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ from protoref.rref.runtime import frames as fr
 from protoref.rref.runtime.codec import Codec, decode_value, encode_value
 from protoref.rref.runtime.errors import CodecError, FrameError, RemoteError
 from protoref.rref.runtime.handle import RRef
+from protoref.rref.runtime.transport import corked
 from protoref.rref.runtime.udf import resolve
 from protoref.rref.state import RRefContext
 from protoref.rref.trace import RetrySendArgs, make_event
@@ -46,6 +48,8 @@ log = logging.getLogger("protoref.rref.runtime")
 KEEP_ERRORS = 256
 #: Untraced workers forget finished UserRRefs every this many steps.
 COMPACT_EVERY = 256
+#: A dropped handle is applied at the latest this long after (when nothing else runs sooner).
+DROP_SWEEP_SECONDS = 0.005
 
 
 def post(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
@@ -97,6 +101,13 @@ class Node:
     #: Callbacks handed to the loop thread, in order (see :meth:`handoff`).
     _handoffs: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = field(default_factory=deque)
     _drain_pending: bool = False
+    #: rpc.remote deadlines in order (see remote_timer) and the loop timer serving them.
+    _deadlines: deque[tuple[float, Gid, Gid]] = field(default_factory=deque)
+    _timer: asyncio.TimerHandle | None = None
+    _timer_wanted: bool = False
+    #: Handles dropped by Python, not applied yet (see note_drop).
+    _drops: deque[tuple[Callable[[Gid], None], Gid]] = field(default_factory=deque)
+    _sweep_wanted: bool = False
 
     def __post_init__(self) -> None:
         self.ctx = RRefContext(me=self.me)
@@ -208,14 +219,15 @@ class Node:
             fn(*args)
 
     def emit(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
-        """Send a message a step produced; from an application thread the send is handed to
-        the loop (links are the loop's), where a retried message gets its link generation."""
-        self.later(self.send_proto, m, stamp, call)
+        """Send a message a step produced, from the thread that stepped (the caller holds the
+        lock): links take writes from any thread, so an application or UDF thread does not
+        wake the loop to send (``send_frame`` hands the frame to the loop only when the link
+        must be dialed first; a retried message then records an unknown generation)."""
+        self.send_proto(m, stamp, call)
 
     def send_proto(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
         if m.dst == self.me:  # to self through the loop, never inline: it is a separate step
-            loop = asyncio.get_running_loop()
-            loop.call_soon(self._take_local, m, stamp, call)
+            self.handoff(self._take_local, m, stamp, call)
             return
         if isinstance(m, ev.RRefFetchRet):
             self._send_value_when_ready(m, stamp)
@@ -242,7 +254,21 @@ class Node:
         if box.done():  # the common case: no extra trip through the loop
             ready(box)
         else:
-            box.add_done_callback(lambda done: self.handoff(ready, done))
+            self.when_done(box, ready)
+
+    def when_done(self, future: cf.Future[Any], fn: Callable[..., Any], *args: Any) -> None:
+        """``fn(*args, future)`` once ``future`` is done: on the thread that completes it (a UDF
+        thread replies itself, without a trip through the loop), or through the loop when it
+        completes on the thread asking (never inline inside the step that asked)."""
+        asker = threading.get_ident()
+
+        def done(d: cf.Future[Any]) -> None:
+            if threading.get_ident() == asker:
+                self.handoff(fn, *args, d)
+            else:
+                fn(*args, d)
+
+        future.add_done_callback(done)
 
     def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
         with self.lock:
@@ -347,6 +373,7 @@ class Node:
     # ------------------------------------------------------------------ incoming
 
     def on_frame(self, peer: WorkerId, frame: fr.Frame, ack: Callable[[int], None]) -> None:
+        self.apply_drops()
         try:
             with self.lock:
                 self._dispatch(peer, frame, ack)
@@ -431,26 +458,32 @@ class Node:
             udf.set_exception(err)
         else:
             udf = self.run_udf(lambda: fn(*args, **kwargs))
-        udf.add_done_callback(lambda d: self.handoff(self._remote_done, m, stamp, d))
+        self.when_done(udf, self._remote_done, m, stamp)
 
     def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
-        with self.lock:
+        # Usually on the UDF's thread: REMOTE_RET and the waiting fetch's reply leave in one
+        # write (corked), straight from here.
+        with corked(), self.lock:
             self._assign(m, stamp, done)
 
     def _assign(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
         box = self.boxes.get(m.rref)
-        if box is not None and not box.done():
-            exc = done.exception()
-            if exc is None:
-                box.set_result(done.result())
-            else:
-                box.set_exception(
-                    exc
-                    if isinstance(exc, RemoteError)
-                    else RemoteError(type(exc).__qualname__, str(exc))
-                )
         self.computing.discard(m.rref)
-        self.apply(m, stamp)
+        try:
+            self.apply(m, stamp)
+        finally:
+            # The value is stored once assignOwnerRRef ran (under the lock, nobody sees the
+            # difference), so a fetch waiting for it replies after REMOTE_RET, as before.
+            if box is not None and not box.done():
+                exc = done.exception()
+                if exc is None:
+                    box.set_result(done.result())
+                else:
+                    box.set_exception(
+                        exc
+                        if isinstance(exc, RemoteError)
+                        else RemoteError(type(exc).__qualname__, str(exc))
+                    )
 
     def _user_call(self, peer: WorkerId, frame: fr.UserCall) -> None:
         body = frame.body
@@ -469,7 +502,7 @@ class Node:
                 peer, fr.UserReply, stamp=self.clock.lamport, call_id=frame.call_id, result=result
             )
 
-        udf.add_done_callback(lambda d: self.handoff(reply, d))
+        self.when_done(udf, reply)
 
     def _refetch(self, peer: WorkerId, frame: fr.Refetch) -> None:
         r = Gid(*frame.rref)
@@ -484,7 +517,7 @@ class Node:
         if box is None:
             box = cf.Future()
             box.set_exception(RemoteError("RPCError", f"{self.me} holds no OwnerRRef {r}"))
-        box.add_done_callback(lambda d: self.handoff(reply, d))
+        self.when_done(box, reply)
 
     # ------------------------------------------------------------------ retries
 
@@ -520,10 +553,30 @@ class Node:
     # ------------------------------------------------------------------ application calls
 
     def remote_timer(self, r: Gid, f: Gid) -> None:
-        def arm() -> None:
-            asyncio.get_running_loop().call_later(self.rpc_timeout, self._maybe_time_out, r, f)
+        """Time the rpc.remote out after ``rpc_timeout`` (RRef.tla ``TimeOutRemote``) unless it
+        was confirmed by then. Deadlines queue in order (one timeout for all) behind one loop
+        timer, so a call does not wake the loop to arm a timer of its own."""
+        self._deadlines.append((time.monotonic() + self.rpc_timeout, r, f))
+        if not self._timer_wanted:
+            self._timer_wanted = True
+            self.later(self._arm_timer)
 
-        self.later(arm)
+    def _arm_timer(self) -> None:
+        # Loop thread only (asyncio's clock is time.monotonic, as the deadlines').
+        if self._timer is None and self._deadlines:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_at(self._deadlines[0][0], self._check_deadlines)
+
+    def _check_deadlines(self) -> None:
+        self._timer = None
+        self._timer_wanted = False  # before looking: a deadline queued after is seen, or re-arms
+        now = time.monotonic()
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _, r, f = self._deadlines.popleft()
+            self._maybe_time_out(r, f)
+        if self._deadlines:
+            self._timer_wanted = True
+            self._arm_timer()
 
     def _maybe_time_out(self, r: Gid, f: Gid) -> None:
         with self.lock:
@@ -539,6 +592,31 @@ class Node:
         master under the environment actor ``barrier`` (see Agent._arrive)."""
         with self.lock:
             self.ctx = core_step(self.ctx, ev.WaitAllWorkers()).state
+
+    def note_drop(self, fn: Callable[[Gid], None], g: Gid) -> None:
+        """A handle's finalizer (any thread, at any point, possibly inside a step of this very
+        thread): queue the drop. It is applied at the next safe point: the next application
+        call or arriving frame of this worker, or a sweep on the loop shortly after, so a
+        dropped RRef does not wake the loop each time."""
+        self._drops.append((fn, g))
+        if not self._sweep_wanted:
+            self._sweep_wanted = True
+            self.handoff(self._arm_sweep)
+
+    def _arm_sweep(self) -> None:
+        asyncio.get_running_loop().call_later(DROP_SWEEP_SECONDS, self._sweep)
+
+    def _sweep(self) -> None:
+        self._sweep_wanted = False  # before looking, as _check_deadlines
+        self.apply_drops()
+
+    def apply_drops(self) -> None:
+        """Apply the queued drops (DropRRef / DropOwnerRRef, and the DelUser they allow)."""
+        if self._drops:
+            with self.lock:
+                while self._drops:
+                    fn, g = self._drops.popleft()
+                    fn(g)
 
     def drop_user(self, f: Gid) -> None:
         with self.lock:

@@ -15,8 +15,11 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
+import socket
+import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,7 +27,7 @@ from protoref.rref.runtime import wire
 from protoref.rref.runtime.errors import AuthenticationError, FrameError
 from protoref.rref.runtime.frames import Challenge, Frame, Hello, Welcome
 
-__all__ = ["Link", "Transport", "TransportHandler"]
+__all__ = ["Link", "Transport", "TransportHandler", "corked"]
 
 log = logging.getLogger("protoref.rref.runtime")
 _BROKEN = (asyncio.IncompleteReadError, ConnectionError, OSError, EOFError)
@@ -45,36 +48,154 @@ async def read_raw(reader: asyncio.StreamReader, peer: str, max_bytes: int) -> b
     return await reader.readexactly(wire.check_length(peer, header, max_bytes))
 
 
+class _Cork(threading.local):
+    links: list[Link] | None = None
+
+
+_cork = _Cork()
+
+
+@contextlib.contextmanager
+def corked() -> Iterator[None]:
+    """Frames this thread sends inside leave together at the end (one write per link): an
+    application call's delete, remote call and fetch, or a UDF's REMOTE_RET and its fetch
+    reply, cost one send syscall and wake the peer once."""
+    if _cork.links is not None:  # nested: the outermost cork flushes
+        yield
+        return
+    links: list[Link] = []
+    _cork.links = links
+    try:
+        yield
+    finally:
+        _cork.links = None
+        for link in links:
+            link.flush()
+
+
 @dataclass(eq=False)
 class Link:
-    """One authenticated connection (either direction)."""
+    """One authenticated connection (either direction).
+
+    Reads belong to the loop thread (an asyncio stream). Writes may come from any thread: a
+    frame is sealed and written under the link's lock (sequence numbers leave in order) straight
+    to a duplicate of the socket's descriptor, so an application or UDF thread does not wake the
+    loop thread to send. Only when the kernel buffer is full do the rest wait in ``_pending``
+    for the loop to see the socket writable (frames after them queue behind, order kept).
+    On the loop thread, the frames of one loop iteration leave in one write."""
 
     peer: str
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     session: wire.Session
     dead: bool = False
-    #: Sealed frames not written yet: every frame one loop iteration sends to this peer goes
-    #: out in one socket write (one send syscall, usually one TCP segment) instead of one each.
-    _out: list[bytes] = field(default_factory=list)
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+    loop_thread: int = field(default_factory=threading.get_ident)
+    _sock: socket.socket | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _out: list[bytes] = field(default_factory=list)  # sealed, not written yet
+    _pending: bytearray | None = None  # written once the socket is writable again
+    _flush_scheduled: bool = False
+    _watching: bool = False
+
+    def __post_init__(self) -> None:
+        raw = self.writer.get_extra_info("socket")
+        # A duplicate descriptor of the same connection, ours to write on from any thread
+        # (asyncio's transport keeps reading on the original); non-blocking like it.
+        self._sock = None if raw is None else socket.socket(fileno=os.dup(raw.fileno()))
+        if self._sock is not None:
+            self._sock.setblocking(False)
 
     def send(self, cls: Callable[..., Frame], **fields: Any) -> None:
-        if self.dead:
-            raise ConnectionError(f"link to {self.peer} is closed")
-        frame = cls(seq=self.session.next_seq(), **fields)
-        if not self._out:
-            asyncio.get_running_loop().call_soon(self.flush)
-        self._out.append(self.session.seal(frame))
+        with self._lock:
+            if self.dead:
+                raise ConnectionError(f"link to {self.peer} is closed")
+            frame = cls(seq=self.session.next_seq(), **fields)
+            self._out.append(self.session.seal(frame))
+            if threading.get_ident() == self.loop_thread:
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    self.loop.call_soon(self.flush)
+                return
+            links = _cork.links
+            if links is not None:
+                if self not in links:
+                    links.append(self)
+                return
+            self._write_locked()
 
     def flush(self) -> None:
         """Write the frames sealed so far, in order (a no-op once written or closed)."""
-        if self._out and not self.writer.is_closing():
-            self.writer.write(b"".join(self._out))
+        with self._lock:
+            self._flush_scheduled = False
+            self._write_locked()
+
+    def _write_locked(self) -> None:
+        if not self._out:
+            return
+        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
         self._out.clear()
+        if self.dead or self._sock is None:
+            return
+        if self._pending is not None:  # earlier bytes wait for the socket: queue behind them
+            self._pending += data
+            return
+        try:
+            sent = self._sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:  # the connection broke: the read side notices and drops the link
+            return
+        if sent < len(data):
+            self._pending = bytearray(data[sent:])
+            if threading.get_ident() == self.loop_thread:
+                self._watch()
+            else:
+                with contextlib.suppress(RuntimeError):  # the loop closed: nobody to write
+                    self.loop.call_soon_threadsafe(self._watch)
+
+    def _watch(self) -> None:
+        """(loop thread) Write ``_pending`` as the socket becomes writable."""
+        with self._lock:
+            if self._pending and not self._watching and self._sock is not None and not self.dead:
+                self._watching = True
+                self.loop.add_writer(self._sock.fileno(), self._on_writable)
+
+    def _on_writable(self) -> None:
+        with self._lock:
+            if self._sock is None or self._pending is None:  # closed meanwhile
+                return
+            try:
+                sent = self._sock.send(self._pending)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                sent = len(self._pending)  # broken: drop them, the read side notices
+            del self._pending[:sent]
+            if not self._pending:
+                self._pending = None
+                self._watching = False
+                self.loop.remove_writer(self._sock.fileno())
+
+    def unsent(self) -> int:
+        with self._lock:
+            return len(self._pending or b"") + sum(map(len, self._out))
 
     def close(self) -> None:
-        self.flush()  # frames sealed before the close still go (the transport drains them)
-        self.dead = True
+        """(loop thread) Stop; frames sealed before still go, through asyncio's transport,
+        which writes them before it closes the connection."""
+        with self._lock:
+            if self._sock is not None:
+                self._write_locked()
+                if self._watching:
+                    self.loop.remove_writer(self._sock.fileno())
+                    self._watching = False
+                if self._pending:
+                    self.writer.write(bytes(self._pending))
+                self._pending = None
+                self._sock.close()
+                self._sock = None
+            self.dead = True
         self.writer.close()
 
 
@@ -130,6 +251,8 @@ class Transport:
             mac = wire.welcome_mac(self.secret, hello.name, server_nonce, hello.nonce)
             welcome = Welcome(mac=mac, lamport=lamport, processed=processed)
             writer.write(wire.pack(welcome.model_dump_json().encode()))
+            while writer.transport.get_write_buffer_size():  # the Link writes around asyncio
+                await asyncio.sleep(0.001)
             key = wire.session_key(self.secret, hello.name, server_nonce, hello.nonce)
             link = Link(hello.name, reader, writer, wire.Session.for_acceptor(hello.name, key))
             self.inbound[hello.name] = link
@@ -155,8 +278,7 @@ class Transport:
         except _BROKEN:
             pass
         finally:
-            link.dead = True
-            link.writer.close()
+            link.close()
             if self.outbound.get(link.peer) is link:
                 del self.outbound[link.peer]
             if self.inbound.get(link.peer) is link:
@@ -180,6 +302,19 @@ class Transport:
             self._dialing[peer] = task
         return generation + 1
 
+    def send_now(self, peer: str, cls: Callable[..., Frame], **fields: Any) -> int | None:
+        """From any thread: write on the live outbound link to ``peer`` and return its
+        generation, or None when the loop must dial (or drain a backlog) first."""
+        link = self.outbound.get(peer)
+        if link is None or link.dead or peer in self._backlog:
+            return None
+        generation = self.generations.get(peer, 0)
+        try:
+            link.send(cls, **fields)
+        except ConnectionError:
+            return None
+        return generation
+
     async def _dial(self, peer: str) -> None:
         try:
             link, welcome = await self._dial_until_deadline(peer)
@@ -192,8 +327,9 @@ class Transport:
             return
         finally:
             self._dialing.pop(peer, None)
-        self.outbound[peer] = link
+        # The generation first: a thread that sees the new link (send_now) reads its number.
         self.generations[peer] = self.generations.get(peer, 0) + 1
+        self.outbound[peer] = link
         self._spawn(self._read_loop(link))
         self.handler.on_link_ready(peer, welcome, self.generations[peer])
         for cls, fields in self._backlog.pop(peer, deque()):
@@ -249,6 +385,10 @@ class Transport:
         links = [*self.outbound.values(), *self.inbound.values()]
         for link in links:
             link.flush()
+            for _ in range(200):  # bytes the kernel could not take yet: give them a moment
+                if not link.unsent():
+                    break
+                await asyncio.sleep(0.005)
             with contextlib.suppress(*_BROKEN):
                 await link.writer.drain()
             link.close()
