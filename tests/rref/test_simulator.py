@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -175,3 +176,50 @@ def test_leak_is_reported() -> None:
     )
     with pytest.raises(LeakError, match="LeakFreeQuiescenceInv"):
         sim.finish()
+
+
+def _contexts_and_simulators(seeds: range) -> list[Simulator]:
+    """Simulators stopped at many points of random workloads (with shutdown)."""
+    stopped = []
+    for seed in seeds:
+        sim = Simulator(seed, SimConfig(shutdown=True, workers=3 + seed % 2))
+        for steps in range(0, 160, 7):
+            for _ in range(7):
+                if not sim.step("workload"):
+                    break
+            stopped.append(sim)
+            sim = Simulator(seed, SimConfig(shutdown=True, workers=3 + seed % 2))
+            for _ in range(steps + 7):
+                sim.step("workload")
+    return stopped
+
+
+def test_destructible_is_unreferenced_and_undeleted() -> None:
+    # destructible() computes RRef.tla's DelUser guard with set differences; it must be the
+    # guard as referenced() states it, in users order, on every context a run goes through.
+    checked = 0
+    for sim in _contexts_and_simulators(range(12)):
+        for ctx in sim.contexts.values():
+            expected = [f for f in ctx.users if f not in ctx.deleted and not ctx.referenced(f)]
+            assert ctx.destructible() == expected
+            checked += bool(expected)
+    assert checked > 0  # some context had a destructible UserRRef
+
+
+@pytest.mark.parametrize("mode", ["workload", "drain"])
+def test_application_pick_is_choices_over_every_option(mode: str) -> None:
+    # _pick_app searches each worker's cached cumulative weights; it must pick what
+    # rng.choices(actions, weights) over the concatenated options picks from the same state.
+    picks = 0
+    for sim in _contexts_and_simulators(range(8)):
+        weights, actions = sim._app_options(mode)  # type: ignore[arg-type]
+        if not actions:
+            continue
+        for draw in range(20):
+            state = sim.rng.getstate()
+            reference = random.Random()
+            reference.setstate(state)
+            expected = reference.choices(actions, weights)[0]
+            assert sim._pick_app(mode) == expected, (sim.seed, draw)  # type: ignore[arg-type]
+            picks += 1
+    assert picks > 1000

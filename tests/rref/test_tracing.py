@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +110,30 @@ def test_jsonl_sink_buffers_and_flushes(tmp_path: Path) -> None:
     assert path.stat().st_size == total
     lines = path.read_text().splitlines()
     assert lines[2:] == [line] * 1000
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # the unclosed file, on purpose
+def test_jsonl_sink_writes_pending_lines_when_collected(tmp_path: Path) -> None:
+    # Lines still in the logger's batch reach the file when the sink is garbage-collected
+    # without close(), as an open file's buffer does.
+    path = tmp_path / "gc.ndjson"
+    sink = JsonlSink(path)
+    sink.emit_line('{"x":1}')
+    sink.emit_line('{"x":2}')
+    assert path.read_text() == ""
+    del sink
+    gc.collect()
+    assert path.read_text().splitlines() == ['{"x":1}', '{"x":2}']
+
+
+def test_jsonl_sink_writes_pending_lines_at_exit(tmp_path: Path) -> None:
+    # ...and at a normal interpreter exit.
+    path = tmp_path / "exit.ndjson"
+    program = (
+        "import sys\n"
+        "from protoref.tracing import JsonlSink\n"
+        "sink = JsonlSink(sys.argv[1])\n"
+        "sink.emit_line('{\"x\":1}')\n"
+    )
+    subprocess.run([sys.executable, "-c", program, str(path)], check=True)
+    assert path.read_text().splitlines() == ['{"x":1}']

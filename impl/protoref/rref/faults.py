@@ -3,8 +3,9 @@
 Each :class:`Fault` is a real protocol bug of the kind PyTorch's RRef protocol has had or guards
 against. :func:`inject` applies one for the duration of a ``with`` block by wrapping the core's
 transition function as the simulator calls it (``protoref.rref.simulator.core_step``) and, for
-the refcount bugs, :meth:`RRefContext.referenced`. Nothing in :mod:`protoref.rref.machine` or
-the simulator changes: outside the block the implementation is the correct one.
+the refcount bugs, :meth:`RRefContext.referenced` (and ``destructible``, which reads it). Nothing
+in :mod:`protoref.rref.machine` or the simulator changes: outside the block the implementation
+is the correct one.
 
 A broken run usually ends in a runtime error of its own (a :class:`ProtocolError` on a state the
 bug made impossible, or a :class:`LeakError` at quiescence); :func:`run_with_fault` stops there
@@ -129,6 +130,11 @@ def _referenced_without(fault: Fault) -> Callable[[RRefContext, GloballyUniqueId
     return referenced
 
 
+def _destructible_by_referenced(self: RRefContext) -> list[GloballyUniqueId]:
+    """RRefContext.destructible through :meth:`RRefContext.referenced` (the patched one)."""
+    return [f for f in self.users if f not in self.deleted and not self.referenced(f)]
+
+
 #: The name under which the simulator calls the core (``from ... import step as core_step``).
 _HOOK: Final = "core_step"
 _REFCOUNT: Final = frozenset({Fault.DELETE_BEFORE_ACK, Fault.PARENT_BEFORE_CHILD})
@@ -140,14 +146,18 @@ def inject(fault: AnyFault) -> Iterator[None]:
     # setattr/getattr: the simulator's module global and a method are replaced on purpose.
     saved_step: Transition = getattr(sim_module, _HOOK)
     saved_referenced = RRefContext.referenced
+    saved_destructible = RRefContext.destructible
     setattr(sim_module, _HOOK, _step_with(fault))
     if fault in _REFCOUNT:
         setattr(RRefContext, "referenced", _referenced_without(fault))  # noqa: B010
+        # destructible computes referenced() with set differences: make it ask the patched one.
+        setattr(RRefContext, "destructible", _destructible_by_referenced)  # noqa: B010
     try:
         yield
     finally:
         setattr(sim_module, _HOOK, saved_step)
         setattr(RRefContext, "referenced", saved_referenced)  # noqa: B010
+        setattr(RRefContext, "destructible", saved_destructible)  # noqa: B010
 
 
 def run_with_fault(

@@ -361,7 +361,10 @@ def del_pending_child(ctx: RRefContext, m: ev.ChildAccept) -> Step:
     (idempotent); the parent may now be deleted (G2 satisfied)."""
     _addressed(ctx, "DelPendingChild", m)
     c = m.fork
-    new = ctx.evolve(pending_children=frozenset(e for e in ctx.pending_children if e[0] != c))
+    accepted = [e for e in ctx.pending_children if e[0] == c]
+    new = (
+        ctx.evolve(pending_children=ctx.pending_children.difference(accepted)) if accepted else ctx
+    )
     return Step(new, (), tr.DelPendingChildArgs.of(w=ctx.me, r=m.rref, c=c))
 
 

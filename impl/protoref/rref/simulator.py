@@ -56,6 +56,8 @@ Options: TypeAlias = tuple[list[float], list[Callable[[], object]]]
 #: option of every worker cost more than the step that is finally picked.
 AppAction: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
 AppOptions: TypeAlias = tuple[list[float], list[AppAction]]
+#: One worker's application options: actions, weights, cumulative weights, total (_pick_app).
+WorkerAppOptions: TypeAlias = tuple[list[AppAction], list[float], list[float], float]
 #: The environment actor that logs the global shutdown barrier (RRef.tla ``WaitAllWorkers``).
 BARRIER: Final = "barrier"
 
@@ -141,13 +143,19 @@ class Simulator:
         # sets are immutable and shared by the contexts a step leaves them to, so identity
         # says they are current).
         self._destructors: dict[WorkerId, tuple[RRefContext, tuple[object, ...], Options]] = {}
+        # Each worker's application options in parts, with the context sets each was made from.
+        self._parts: dict[
+            WorkerId, list[tuple[tuple[object, ...], list[float], list[AppAction]] | None]
+        ] = {}
         self._app_cache: dict[
-            tuple[WorkerId, bool], tuple[RRefContext, tuple[object, ...], AppOptions]
+            tuple[WorkerId, bool], tuple[RRefContext, tuple[object, ...], WorkerAppOptions]
         ] = {}
         # A JSON-lines sink takes lines rendered straight from the context (EventEncoder: the
         # same bytes as its generic path, without building the event models).
         self._encoder = EventEncoder()
         self._emit_line = self.sink.emit_line if isinstance(self.sink, JsonlSink) else None
+        self._tracing = self.sink.enabled
+        self._check = self.config.check_invariants
         if self.sink.enabled:
             self.sink.header(self._header(workload))
 
@@ -192,8 +200,15 @@ class Simulator:
             undeleted=self.undeleted,
         )
 
-    def _apply(self, w: WorkerId, inp: ev.RRefInput, stamp: int | None = None) -> RRefContext:
-        """One core step on ``w``: new state, sends, history, one trace event, checks."""
+    def _apply(
+        self,
+        w: WorkerId,
+        inp: ev.RRefInput,
+        stamp: int | None = None,
+        delivered: ev.Message | None = None,
+    ) -> RRefContext:
+        """One core step on ``w``: new state, sends, history, one trace event, checks.
+        ``delivered`` is the message taken from the network (then ``inp`` itself)."""
         before = self.contexts[w]
         state, sent, action, leaks = core_step(before, inp)
         self.contexts[w] = state
@@ -211,14 +226,13 @@ class Simulator:
             self.undeleted[w] |= before.deleted - state.deleted
         if leaks:
             self.leaks += ((w, leak) for leak in leaks)
-        delivered = inp if isinstance(inp, ev.MessageBase) else None
         # _record, inlined (once per event).
         self.counts[action.action] += 1
         if self._emit_line is not None:
             self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered=delivered))
-        elif self.sink.enabled:
+        elif self._tracing:
             self.sink.emit(make_event(action, w, seq, lamport, state, delivered=delivered))
-        if self.config.check_invariants:
+        if self._check:
             invariants.check(self.world(), seed=self.seed)
         return state
 
@@ -254,10 +268,12 @@ class Simulator:
 
     def deliver(self, index: int) -> None:
         """Take message ``index`` from the network; its handler runs on the destination."""
-        env = self.net[index]
-        self.net[index] = self.net[-1]
-        self.net.pop()
-        self._apply(env.msg.dst, env.msg, env.stamp)
+        net = self.net
+        env = net[index]
+        net[index] = net[-1]
+        net.pop()
+        m = env.msg
+        self._apply(m.dst, m, env.stamp, m)
 
     def retry_send(self, index: int) -> None:
         """RRef.tla ``RetrySend(m)``: sendWithRetries re-sends a control message whose first
@@ -307,15 +323,18 @@ class Simulator:
         return weights, actions
 
     def _timeout_options(self, weights: list[float], actions: list[Callable[[], object]]) -> None:
-        now = self.now
-        for (w, r, f), deadline in list(self.deadlines.items()):
-            ctx = self.contexts[w]
-            alive = f in ctx.pending_users if f != r else r in ctx.self_calls
-            if not alive:
-                del self.deadlines[(w, r, f)]
-            elif self.config.timeouts and deadline <= now:
+        now, contexts, timeouts = self.now, self.contexts, self.config.timeouts
+        finished = []
+        for key, deadline in self.deadlines.items():
+            w, r, f = key
+            ctx = contexts[w]
+            if not (f in ctx.pending_users if f != r else r in ctx.self_calls):
+                finished.append(key)  # the future completed: no timeout any more
+            elif timeouts and deadline <= now:
                 weights.append(0.5)
                 actions.append(partial(self.time_out_remote, w, r, f))
+        for key in finished:
+            del self.deadlines[key]
 
     def _destructors_of(
         self,
@@ -382,14 +401,17 @@ class Simulator:
             return [(1.0, self.wait_all_workers)]
         opts: list[tuple[float, Callable[[], object]]] = []
         swept = all(ctx.phase != "running" for ctx in self.contexts.values())
-        busy = {e.msg.src for e in self.net} | {e.msg.dst for e in self.net}
+        busy: set[WorkerId] | None = None  # the workers some message in flight is to or from
         for w, ctx in self.contexts.items():
-            fetching = any(f in ctx.users for f in ctx.fetching)
+            fetching = not ctx.fetching.isdisjoint(ctx.users)
             if ctx.phase == "running":
                 if not (ctx.pending_users or ctx.pending_children or fetching):
                     opts.append((1.0, partial(self.del_all_users_and_unforked_owners, w)))
-            elif ctx.phase == "swept" and swept and not (ctx.owners or fetching or w in busy):
-                opts.append((1.0, partial(self.destroy_instance, w)))
+            elif ctx.phase == "swept" and swept and not (ctx.owners or fetching):
+                if busy is None:
+                    busy = {e.msg.src for e in self.net} | {e.msg.dst for e in self.net}
+                if w not in busy:
+                    opts.append((1.0, partial(self.destroy_instance, w)))
         return opts
 
     def shutdown(self) -> None:
@@ -452,28 +474,62 @@ class Simulator:
         return any(ctx.held or ctx.owner_held for ctx in self.contexts.values())
 
     def _app_options(self, mode: Mode) -> AppOptions:
+        """Every worker's application options, as parallel lists (weights, actions)."""
         weights: list[float] = []
         actions: list[AppAction] = []
+        for options, worker_weights, _cum, _total in self._worker_options(mode):
+            weights += worker_weights
+            actions += options
+        return weights, actions
+
+    def _worker_options(self, mode: Mode) -> list[WorkerAppOptions]:
+        """Each worker's application options (with cumulative weights), in worker order."""
         workload = mode == "workload"
         cache = self._app_cache
+        found = []
         for w, ctx in self.contexts.items():
             # Each worker's options depend only on some fields of its context: cache them.
             cached = cache.get((w, workload))
             if cached is None or cached[0] is not ctx:
                 cached = self._app_options_of(w, ctx, cached, workload=workload)
                 cache[(w, workload)] = cached
-            weights += cached[2][0]
-            actions += cached[2][1]
-        return weights, actions
+            found.append(cached[2])
+        return found
+
+    def _pick_app(self, mode: Mode) -> AppAction:
+        """``_pick(_app_options(mode))`` without concatenating the workers' lists.
+
+        Application weights are multiples of 0.5, so every cumulative sum of the concatenated
+        list is exact: the one at a worker's option is (the workers before it, summed) + (its
+        own cumulative weight), whichever way it is added up. The same ``random()`` draw is
+        compared with the same values, so the same option is picked."""
+        workers = [o for o in self._worker_options(mode) if o[0]]
+        total = 0.0
+        for _options, _weights, _cum, worker_total in workers:
+            total += worker_total
+        x = self.rng.random() * (total + 0.0)
+        offset = 0.0
+        for options, _weights, cum, worker_total in workers:
+            if offset + worker_total > x:
+                # The first j with offset + cum[j] > x: bisect on x - offset (which may round),
+                # then settled with exact comparisons.
+                j = min(bisect(cum, x - offset), len(cum) - 1)
+                while j > 0 and offset + cum[j - 1] > x:
+                    j -= 1
+                while not offset + cum[j] > x:
+                    j += 1
+                return options[j]
+            offset += worker_total
+        return workers[-1][0][-1]  # x rounded up to the total: the last option, as bisect gives
 
     def _app_options_of(
         self,
         w: WorkerId,
         ctx: RRefContext,
-        cached: tuple[RRefContext, tuple[object, ...], AppOptions] | None,
+        cached: tuple[RRefContext, tuple[object, ...], WorkerAppOptions] | None,
         *,
         workload: bool,
-    ) -> tuple[RRefContext, tuple[object, ...], AppOptions]:
+    ) -> tuple[RRefContext, tuple[object, ...], WorkerAppOptions]:
         """The cache entry of ``w``'s application options, recomputed only when a field that
         :meth:`_worker_app_options` reads changed."""
         key: tuple[object, ...] = (ctx.held, ctx.owner_held)
@@ -483,37 +539,69 @@ class Simulator:
             key += (ctx.owners, ctx.timed_out, ctx.deleted, ctx.fetched)
         if cached is not None and key == cached[1]:
             return ctx, cached[1], cached[2]
-        return ctx, key, self._worker_app_options(w, ctx, workload=workload)
+        weights, actions = self._worker_app_options(w, ctx, workload=workload)
+        cum = list(accumulate(weights))
+        return ctx, key, (actions, weights, cum, cum[-1] if cum else 0.0)
 
     def _worker_app_options(self, w: WorkerId, ctx: RRefContext, *, workload: bool) -> AppOptions:
-        held = sorted(ctx.held)
-        owner_held = sorted(ctx.owner_held)
+        """``w``'s application options in their fixed order: drop each held UserRRef, drop
+        each held OwnerRRef, then (workload) create a local RRef, rpc.remote, share each
+        OwnerRRef, share and fetch each usable UserRRef. Each part is kept with the context
+        sets it was made from and made again only when one of them changed."""
+        weights: list[float] = []
+        actions: list[AppAction] = []
+        parts = (
+            (self._drop_part, (ctx.held, ctx.owner_held)),
+            (self._owned_part, (ctx.owner_held, ctx.owners)),
+            (self._user_part, (ctx.held, ctx.timed_out, ctx.deleted, ctx.fetched)),
+        )
+        memo = self._parts.get(w)
+        if memo is None:
+            memo = self._parts[w] = [None] * len(parts)
+        for i, (make, sources) in enumerate(parts if workload else parts[:1]):
+            known = memo[i]
+            if known is None or known[0] != sources:
+                part_weights, part_actions = make(w, ctx)
+                known = memo[i] = (sources, part_weights, part_actions)
+            weights += known[1]
+            actions += known[2]
+        return weights, actions
+
+    def _drop_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
+        held, owner_held = sorted(ctx.held), sorted(ctx.owner_held)
         weights = [1.0] * len(held) + [0.5] * len(owner_held)
         drop, drop_owner = self.drop, self.drop_owner
         actions: list[AppAction] = [(drop, (w, f)) for f in held]
         actions += [(drop_owner, (w, r)) for r in owner_held]
-        if workload:
-            self._workload_options(w, ctx, weights, actions)
         return weights, actions
 
-    def _workload_options(
-        self, w: WorkerId, ctx: RRefContext, weights: list[float], actions: list[AppAction]
-    ) -> None:
+    def _owned_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
         others = tuple(d for d in self.workers if d != w)
         targets = (*others, w) if self.config.self_remote else others
         share = self._share_any
         shared = sorted(ctx.owner_held | ctx.owners)
-        weights += (0.5, 1.5)
-        weights += [1.0] * len(shared)
-        actions += ((self.create_local_rref, (w,)), (self._remote_any, (w, targets)))
+        weights = [0.5, 1.5] + [1.0] * len(shared)
+        actions: list[AppAction] = [
+            (self.create_local_rref, (w,)),
+            (self._remote_any, (w, targets)),
+        ]
         actions += [(share, (w, others, r, r)) for r in shared]
-        users, fetched, to_here = ctx.users, ctx.fetched, self.to_here
+        return weights, actions
+
+    def _user_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
+        # Reads the records of held UserRRefs too, but a record never changes and a new
+        # UserRRef is held (``held`` changes with it).
+        others = tuple(d for d in self.workers if d != w)
+        share, users, fetched, to_here = self._share_any, ctx.users, ctx.fetched, self.to_here
+        weights: list[float] = []
+        actions: list[AppAction] = []
         for f in sorted(ctx.held - ctx.timed_out - ctx.deleted):
             weights.append(1.5)
             actions.append((share, (w, others, users[f].rref, f)))
             if f not in fetched:
                 weights.append(1.0)
                 actions.append((to_here, (w, f)))
+        return weights, actions
 
     # ------------------------------------------------------------------ scheduling
 
@@ -533,7 +621,7 @@ class Simulator:
             system = self._all_system_options(mode)
             app = app and (not system[1] or self.rng.random() < self.config.app_weight)
         if app:
-            method, args = self._pick(self._app_options(mode))
+            method, args = self._pick_app(mode)
             method(*args)
         elif system[1]:
             self._pick(system)()

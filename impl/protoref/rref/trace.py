@@ -675,15 +675,18 @@ def make_event(
 #: A JSON string literal as pydantic writes it (UTF-8 as is, the same escapes).
 _json_str: Final = json.JSONEncoder(ensure_ascii=False).encode
 _EMPTY_SET: Final = '{"#set":[]}'
+#: Sets up to this size are sorted and joined again when they change; larger ones are spliced
+#: from the last rendering (a copy and a bisection per changed element).
+_SPLICE_FROM: Final = 8
 # How a field is written: a set of ids or tuples; the UserRRef records; the delivered message;
-# a string, an id or a tuple (cached); a number or a bool; an argument that is a message.
-_SET, _USERS, _DELIVERED, _ATOM, _PLAIN, _MESSAGE = range(6)
+# a string, an id or a tuple (cached); a number; a bool; an argument that is a message.
+_SET, _USERS, _DELIVERED, _ATOM, _INT, _BOOL, _MESSAGE = range(7)
 _POST_KINDS: Final = {
     "users": _USERS,
     "delivered": _DELIVERED,
     "phase": _ATOM,
-    "next_id": _PLAIN,
-    "stopping": _PLAIN,
+    "next_id": _INT,
+    "stopping": _BOOL,
 }
 _ARG_KINDS: Final = {"m": _MESSAGE}
 Layout: TypeAlias = tuple[tuple[str, str, int], ...]
@@ -703,32 +706,114 @@ def _args_layout(args_cls: type[ActionArgs]) -> Layout:
     )
 
 
-#: Event name -> (its JSON up to the value of ``node``, args layout, post layout).
-_LAYOUTS: Final = {
-    name: (
-        '{"kind":"event","event":' + _json_str(name) + ',"node":',
-        _args_layout(ACTION_ARGS[name]),
-        _post_layout(post_cls),
+class _Atoms(dict[Any, str]):
+    """The JSON of strings, ids and tuples of those (id pairs, parked fetches), computed on
+    first use: ``atoms[value]`` is one dictionary lookup once the value was seen."""
+
+    def __missing__(self, value: str | tuple[Any, ...]) -> str:
+        if isinstance(value, str):
+            text = _json_str(value)
+        elif type(value) is GloballyUniqueId:  # the common case: (worker, int)
+            text = f"[{self[value[0]]},{value[1]:d}]"
+        else:
+            text = (
+                "[" + ",".join([_plain(v) if isinstance(v, int) else self[v] for v in value]) + "]"
+            )
+        self[value] = text
+        return text
+
+
+# One node's last rendering of each set variable: [the set, its JSON, its sorted elements and
+# their JSON (kept for large sets only)]. Contexts share the sets a step does not change, so
+# most sets of an event are found by identity and not written again.
+_Slot: TypeAlias = list[Any]
+_NOT_YET: Final = object()
+
+
+def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
+    """Python source of the function that renders one action's events: one f-string holding
+    every field of the line, the sets read from the node's slots when they did not change."""
+    lines = ["def encode(a, node, seq, lamport, d, delivered, A, S, render, message):"]
+    if any(kind == _DELIVERED for _, _, kind in post_layout):
+        lines.append("    if delivered is None:")
+        message = f"{name} logs the delivered message; none was given"
+        lines.append(f"        raise ValueError({message!r})")
+    arg_parts = []
+    for field, key, kind in args_layout:
+        value = f'message(a["{field}"])' if kind == _MESSAGE else f'A[a["{field}"]]'
+        arg_parts.append(_lit(key) + "{" + value + "}")
+    post_parts = []
+    for i, (field, key, kind) in enumerate(post_layout):
+        if kind in (_SET, _USERS):
+            lines.append(f'    v{i} = d["{field}"]; s{i} = S["{field}"]')
+            users = "True" if kind == _USERS else "False"
+            value = f"(s{i}[1] if s{i}[0] is v{i} else render(s{i}, v{i}, {users}))"
+        elif kind == _DELIVERED:
+            value = "'{\"#set\":[' + message(delivered) + ']}'"
+        elif kind == _ATOM:
+            value = f'A[d["{field}"]]'
+        elif kind == _INT:
+            value = f'd["{field}"]:d'
+        else:
+            value = f'("true" if d["{field}"] else "false")'
+        post_parts.append(_lit(key) + "{" + value + "}")
+    prefix = '{"kind":"event","event":' + _json_str(name) + ',"node":'
+    body = (
+        _lit(prefix)
+        + '{A[node]},"seq":{seq:d},"lamport":{lamport:d},"args":{{'
+        + ",".join(arg_parts)
+        + '}},"post":{{'
+        + ",".join(post_parts)
+        + "}}}}"
+    )
+    lines.append(f"    return f'''{body}'''")
+    return "\n".join(lines) + "\n"
+
+
+def _lit(text: str) -> str:
+    """``text`` as the literal part of a generated f-string (delimited by three quotes ')."""
+    if "\\" in text or "'" in text:
+        raise ValueError(f"unexpected character in a trace key: {text!r}")
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+Encode: TypeAlias = Callable[..., str]
+
+
+def _compile(name: str, args_layout: Layout, post_layout: Layout) -> Encode:
+    namespace: dict[str, Any] = {}
+    # The source is generated above from the event models' field names, nothing from outside.
+    code = compile(_source(name, args_layout, post_layout), f"<trace encoder {name}>", "exec")
+    exec(code, namespace)
+    encode: Encode = namespace["encode"]
+    return encode
+
+
+#: Args model -> (the function rendering its events, the set variables its post-state logs).
+_ENCODERS: Final = {
+    ACTION_ARGS[name]: (
+        _compile(name, _args_layout(ACTION_ARGS[name]), layout := _post_layout(post_cls)),
+        tuple(f for f, _, kind in layout if kind in (_SET, _USERS)),
     )
     for name, (_cls, post_cls, _names) in _SHAPES.items()
 }
+_SET_FIELDS: Final = frozenset(f for _, fields in _ENCODERS.values() for f in fields)
 
 
 class EventEncoder:
     """Renders RRef trace events as JSON lines, straight from the acting node's context.
 
     ``line(args, node, seq, lamport, ctx, delivered=...)`` is ``encode_line(make_event(args,
-    node, seq, lamport, ctx, delivered=...))`` without building the models. One encoder per
-    trace: it keeps the JSON of every string, id, tuple and UserRRef record it has written and,
-    per node and variable, the last set it wrote with its JSON. Contexts share the sets a step
-    does not change, so most sets of an event are found by identity and not written again.
+    node, seq, lamport, ctx, delivered=...))`` without building the models. Each action has a
+    function generated from its event model's layout (one f-string, no loop over fields). One
+    encoder per trace: it keeps the JSON of every string, id, tuple and UserRRef record it has
+    written and, per node and variable, the last set it wrote with its JSON.
     """
 
     def __init__(self) -> None:
-        self._atoms: dict[str | tuple[Any, ...], str] = {}
+        self._atoms = _Atoms()
         self._records: dict[Gid, tuple[UserRRef, str]] = {}
-        # node -> variable -> (the set last written, its JSON, its sorted elements, their JSON).
-        self._sets: dict[str, dict[str, tuple[Any, str, list[Any], list[str]]]] = {}
+        self._slots: dict[str, dict[str, _Slot]] = {}
 
     def line(
         self,
@@ -741,63 +826,44 @@ class EventEncoder:
         delivered: Message | None = None,
     ) -> str:
         """The event's JSON line (no newline)."""
-        prefix, args_layout, post_layout = _LAYOUTS[args.action]
-        atoms = self._atoms
-        node_sets = self._sets.get(node)
-        if node_sets is None:
-            node_sets = self._sets[node] = {}
-        values = args.__dict__
-        parts: list[str] = []
-        for name, key, kind in args_layout:
-            value = values[name]
-            if kind == _ATOM:
-                parts.append(key + (atoms.get(value) or self._atom(value)))
-            else:
-                parts.append(key + self._message(value))
-        arg_text = ",".join(parts)
-        parts = []
-        for name, key, kind in post_layout:
-            if kind in (_SET, _USERS):
-                value = getattr(ctx, name)
-                last = node_sets.get(name)
-                if last is not None and last[0] is value:
-                    parts.append(key + last[1])
-                else:
-                    parts.append(key + self._set(node, name, value, kind))
-            elif kind == _DELIVERED:
-                if delivered is None:
-                    raise ValueError(f"{name}: a handler's event logs the message it took")
-                parts.append(key + '{"#set":[' + self._message(delivered) + "]}")
-            elif kind == _ATOM:
-                value = getattr(ctx, name)
-                parts.append(key + (atoms.get(value) or self._atom(value)))
-            else:
-                parts.append(key + _plain(getattr(ctx, name)))
-        node_text = atoms.get(node) or self._atom(node)
-        return (
-            f'{prefix}{node_text},"seq":{seq},"lamport":{lamport},'
-            f'"args":{{{arg_text}}},"post":{{{",".join(parts)}}}}}'
+        slots = self._slots.get(node)
+        if slots is None:
+            slots = self._slots[node] = {f: [_NOT_YET, "", None, None] for f in _SET_FIELDS}
+        encode = _ENCODERS[type(args)][0]
+        return encode(
+            args.__dict__,
+            node,
+            seq,
+            lamport,
+            ctx.__dict__,
+            delivered,
+            self._atoms,
+            slots,
+            self._render,
+            self._message,
         )
 
-    def _set(self, node: str, name: str, value: Any, kind: int) -> str:
-        """A set (or the UserRRef records, by ForkId) the encoder has not written last for this
-        node and variable. Sets change by an element or two per step: the last one's sorted
-        elements and their JSON are spliced (C-level set differences, bisection), not sorted
-        and written again."""
-        node_sets = self._sets[node]
-        last = node_sets.get(name)
-        elements: list[Any]
-        texts: list[str]
+    def _render(self, slot: _Slot, value: Any, users: bool) -> str:
+        """A set (or the UserRRef records, by ForkId) that changed since this node last logged
+        this variable. Small sets are sorted and joined again; large ones change by an element
+        or two per step, so the last rendering's sorted elements and their JSON are spliced."""
         if not value:
-            node_sets[name] = (value, _EMPTY_SET, [], [])
+            slot[0], slot[1], slot[2] = value, _EMPTY_SET, None
             return _EMPTY_SET
-        users = kind == _USERS  # a Mapping ForkId -> UserRRef; the records never change
-        encode = (lambda f: self._record(value[f])) if users else self._atom
-        if last is not None and last[2]:
-            old = last[0]
-            added = value.keys() - old.keys() if users else value - old
-            removed = old.keys() - value.keys() if users else old - value
-            elements, texts = last[2].copy(), last[3].copy()
+        encode = self._user_json(value) if users else self._atoms.__getitem__
+        if len(value) < _SPLICE_FROM:
+            text = '{"#set":[' + ",".join(map(encode, sorted(value))) + "]}"
+            slot[0], slot[1], slot[2] = value, text, None
+            return text
+        last, elements = slot[0], slot[2]
+        texts: list[str]
+        if elements is None:
+            elements = sorted(value)
+            texts = list(map(encode, elements))
+        else:
+            added = value.keys() - last.keys() if users else value - last
+            removed = last.keys() - value.keys() if users else last - value
+            elements, texts = elements.copy(), slot[3].copy()
             for x in removed:
                 i = bisect_left(elements, x)
                 del elements[i], texts[i]
@@ -805,58 +871,36 @@ class EventEncoder:
                 i = bisect_left(elements, x)
                 elements.insert(i, x)
                 texts.insert(i, encode(x))
-        else:
-            elements = sorted(value)
-            texts = [encode(x) for x in elements]
         text = '{"#set":[' + ",".join(texts) + "]}"
-        node_sets[name] = (value, text, elements, texts)
+        slot[:] = (value, text, elements, texts)
         return text
+
+    def _user_json(self, users: Any) -> Callable[[Gid], str]:
+        record = self._record
+        return lambda f: record(users[f])
 
     def _record(self, u: UserRRef) -> str:
         known = self._records.get(u.fork)
         if known is not None and known[0] is u:
             return known[1]
-        atom = self._atom
-        parent = "[]" if u.parent is None else atom(u.parent)
+        a = self._atoms
+        parent = "[]" if u.parent is None else a[u.parent]
         text = (
-            f'{{"fork":{atom(u.fork)},"rref":{atom(u.rref)},"owner":{atom(u.owner)},'
-            f'"on":{atom(u.on)},"parent":{parent}}}'
+            f'{{"fork":{a[u.fork]},"rref":{a[u.rref]},"owner":{a[u.owner]},'
+            f'"on":{a[u.on]},"parent":{parent}}}'
         )
         self._records[u.fork] = (u, text)
         return text
 
     def _message(self, m: MessageBase) -> str:
         v = m.__dict__
-        try:
-            a = self._atoms
-            parent = "[]" if v["parent"] is None else a[v["parent"]]
-            return (
-                f'{{"type":{a[v["type"]]},"src":{a[v["src"]]},"dst":{a[v["dst"]]},'
-                f'"rref":{a[v["rref"]]},"owner":{a[v["owner"]]},"fork":{a[v["fork"]]},'
-                f'"parent":{parent},"dup":{v["dup"]}}}'
-            )
-        except KeyError:
-            for name in ("type", "src", "dst", "rref", "owner", "fork", "parent"):
-                if v[name] is not None:
-                    self._atom(v[name])
-            return self._message(m)
-
-    def _atom(self, value: str | tuple[Any, ...]) -> str:
-        """A string, an id or a tuple of those (an id pair, a parked fetch), cached."""
-        text = self._atoms.get(value)
-        if text is None:
-            if isinstance(value, str):
-                text = _json_str(value)
-            elif type(value) is GloballyUniqueId:  # the common case: (worker, int)
-                text = f"[{self._atoms.get(value[0]) or self._atom(value[0])},{value[1]:d}]"
-            else:
-                text = (
-                    "["
-                    + ",".join([_plain(v) if isinstance(v, int) else self._atom(v) for v in value])
-                    + "]"
-                )
-            self._atoms[value] = text
-        return text
+        a = self._atoms
+        parent = "[]" if v["parent"] is None else a[v["parent"]]
+        return (
+            f'{{"type":{a[v["type"]]},"src":{a[v["src"]]},"dst":{a[v["dst"]]},'
+            f'"rref":{a[v["rref"]]},"owner":{a[v["owner"]]},"fork":{a[v["fork"]]},'
+            f'"parent":{parent},"dup":{v["dup"]:d}}}'
+        )
 
 
 def _plain(value: int | bool) -> str:
