@@ -76,6 +76,9 @@ class TLCOptions(BaseModel):
     extra: tuple[str, ...] = ()
     #: Flags for the JVM, before the class name (e.g. ``-XX:TieredStopAtLevel=1``).
     jvm: tuple[str, ...] = ()
+    #: Folders appended to the jar on the classpath (operator overrides such as the trace
+    #: reader of :mod:`tracecheck.javareader`).
+    classpath: tuple[Path, ...] = ()
     #: Name the culprit of a temporal violation by re-checking properties one at a time.
     attribute_properties: bool = True
 
@@ -92,6 +95,9 @@ def tlc_command(
     cmd = tools.base_command(options.heap)
     if options.library:
         cmd.insert(1, "-DTLA-Library=" + os.pathsep.join(str(p) for p in options.library))
+    if options.classpath:
+        at = cmd.index("-cp") + 1
+        cmd[at] = os.pathsep.join([cmd[at], *(str(p) for p in options.classpath)])
     cmd[1:1] = options.jvm
     cmd += ["tlc2.TLC", "-tool", "-workers", str(options.workers), "-metadir", str(metadir)]
     if cfg is not None:

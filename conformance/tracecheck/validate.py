@@ -1,15 +1,25 @@
 """Validating traces with TLC: batch verdicts, then an explanation for each rejected trace.
 
-All traces that share their spec constants are checked in one TLC run (one JVM, not one per
-trace). A trace is accepted when some spec behaviour consumes every event; otherwise the first
-event no spec step can explain is the one after the furthest cursor any behaviour reached. Each
-rejected trace is then re-run alone by :mod:`tracecheck.explain` to say why. A TLC failure on the
-generated modules (a parse error, a crash) is a :class:`CheckerError`, never a verdict.
+All traces that share their spec constants are checked together, in two passes at most:
+
+1. TLC's random simulation walks the traces one after the other in a single behaviour
+   (``TraceSim``). It keeps no set of seen states, so it costs a fraction of a breadth-first
+   search; every trace it consumes is accepted, because the behaviour it walked is a spec
+   behaviour that explains every event. It stops at the first trace it cannot finish, which
+   proves nothing: simulation picks one successor at random and may have picked badly.
+2. Breadth-first search (``TraceSpec``) on the traces the simulation did not accept, which is
+   exhaustive: a trace is accepted when some spec behaviour consumes every event; otherwise the
+   first event no spec step can explain is the one after the furthest cursor any behaviour
+   reached.
+
+Each rejected trace is then re-run alone by :mod:`tracecheck.explain` to say why. A TLC failure
+on the generated modules (a parse error, a crash) is a :class:`CheckerError`, never a verdict.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import tempfile
 import time
 from collections import Counter
@@ -21,13 +31,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from tracecheck.errors import TracecheckError
+from tracecheck.javareader import reader_classes
 from tracecheck.mapping import ProtocolMap
 from tracecheck.results import TLCResult, Verdict
 from tracecheck.tlc import TLCOptions, run_tlc
 from tracecheck.traces import Trace, TraceEvent, TraceFormatError
 from tracecheck.tracespec import (
-    DATA_MODULE,
+    DATA_FILE,
+    DONE_TAG,
     MAX_TAG,
+    SIM_MODULE,
     TRACE_MODULE,
     RenderedBatch,
     constants_for,
@@ -41,6 +54,7 @@ __all__ = [
     "ValidationReport",
     "run_rendered",
     "spec_library",
+    "spec_variables",
     "validate_traces",
 ]
 
@@ -88,6 +102,8 @@ class ValidationReport(BaseModel):
     #: Spec actions the mapping knows that no accepted trace exercised.
     uncovered: list[str]
     tlc_runs: int
+    #: Traces the simulation pass accepted (the others went to breadth-first search).
+    simulated: int = 0
     events: int
     seconds: float
     distinct_states: int = 0
@@ -104,6 +120,21 @@ def spec_library(spec_root: Path, mapping: ProtocolMap) -> tuple[Path, ...]:
     return tuple(f.resolve() for f in folders if f.is_dir())
 
 
+def spec_variables(library: Sequence[Path], mapping: ProtocolMap) -> list[str] | None:
+    """The names in the spec's ``vars == <<...>>``, in order; ``None`` if it is not found."""
+    # The spec module first, then the modules beside it (``vars`` may come from one it EXTENDS).
+    paths = [f / f"{mapping.module}.tla" for f in library]
+    paths += [p for f in library for p in sorted(f.glob("*.tla")) if p not in paths]
+    for path in paths:
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            found = re.search(rf"^{mapping.vars}\s*==\s*<<(.*?)>>", text, re.M | re.S)
+            if found:
+                body = re.sub(r"\\\*[^\n]*", "", found[1])
+                return [v.strip() for v in body.split(",") if v.strip()]
+    return None
+
+
 def run_rendered(
     rendered: RenderedBatch,
     library: Sequence[Path],
@@ -111,12 +142,15 @@ def run_rendered(
     *,
     extra: Mapping[str, str] | None = None,
     root: str = TRACE_MODULE,
+    cfg: str | None = None,
 ) -> TLCResult:
     """Write the generated modules (and ``extra`` ones, by name) to a temporary folder and run
-    TLC on module ``root`` with the rendered cfg."""
+    TLC on module ``root`` with ``cfg`` (by default the rendered breadth-first one)."""
     base = options or TLCOptions()
+    classpath = (*base.classpath, rendered.reader) if rendered.reader else base.classpath
     opts = base.model_copy(
         update={
+            "classpath": classpath,
             "check_deadlock": False,  # a consumed trace has no successor: that is its end
             "workers": 1,  # the registers that track the furthest cursor are per worker
             "library": tuple(library),
@@ -129,11 +163,11 @@ def run_rendered(
     )
     with tempfile.TemporaryDirectory(prefix="tracecheck-") as tmp:
         folder = Path(tmp)
-        (folder / f"{DATA_MODULE}.tla").write_text(rendered.data_module, encoding="utf-8")
-        (folder / f"{TRACE_MODULE}.tla").write_text(rendered.trace_module, encoding="utf-8")
-        for name, text in (extra or {}).items():
+        for name, text in (rendered.modules() | dict(extra or {})).items():
             (folder / f"{name}.tla").write_text(text, encoding="utf-8")
-        (folder / f"{root}.cfg").write_text(rendered.cfg, encoding="utf-8")
+        if rendered.data_file is not None:
+            (folder / DATA_FILE).write_text(rendered.data_file, encoding="utf-8")
+        (folder / f"{root}.cfg").write_text(cfg or rendered.cfg, encoding="utf-8")
         return run_tlc(folder / f"{root}.tla", folder / f"{root}.cfg", opts)
 
 
@@ -182,6 +216,38 @@ def _require_clean(result: TLCResult, what: str) -> None:
         )
 
 
+#: TLC's seed for the simulation pass: runs are reproducible (with one successor per event, as
+#: the traces of both protocols have, the seed does not matter at all).
+SIM_SEED = 1
+
+
+def _simulation_pass(
+    rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None
+) -> set[int]:
+    """The numbers (1-based) of the traces that TLC's random simulation consumed."""
+    if rendered.sim_module is None or rendered.sim_cfg is None:
+        return set()
+    base = options or TLCOptions()
+    sim = base.model_copy(
+        update={
+            "simulate": True,
+            "traces": 1,
+            # every event is a step, and one reset step between two traces
+            "depth": sum(rendered.lengths) + len(rendered.lengths) + 1,
+            "seed": SIM_SEED,
+        }
+    )
+    result = run_rendered(rendered, library, sim, root=SIM_MODULE, cfg=rendered.sim_cfg)
+    count = len(rendered.lengths)
+    # A failed run (an evaluation error in a state no trace reaches, say) accepts nothing
+    # and leaves every trace to the breadth-first pass, which reports real errors.
+    return {
+        number
+        for _, number in (v[:2] for v in printed_values(result.printed, DONE_TAG))
+        if isinstance(number, int) and 1 <= number <= count
+    }
+
+
 def _verdict(trace: Trace, furthest: int) -> TraceVerdict:
     total = len(trace.events)
     matched = furthest - 1
@@ -203,8 +269,12 @@ def validate_traces(
     *,
     explain: bool = True,
     options: TLCOptions | None = None,
+    simulate: bool = True,
 ) -> ValidationReport:
-    """Check every trace against the spec; batch by constants; explain each rejection."""
+    """Check every trace against the spec; batch by constants; explain each rejection.
+
+    ``simulate=False`` skips the simulation pass (breadth-first search decides every trace).
+    """
     started = time.monotonic()
     for trace in traces:
         if trace.header.protocol != mapping.protocol:
@@ -219,16 +289,35 @@ def validate_traces(
         key = tuple(sorted(constants_for(trace, mapping).items()))
         groups.setdefault(key, []).append(i)
     library = spec_library(spec_root, mapping)
+    variables = spec_variables(library, mapping) if simulate else None
+    reader = reader_classes()
     verdicts: list[TraceVerdict | None] = [None] * len(traces)
     runs = 0
     distinct = 0
+    simulated = 0
     for indices in groups.values():
-        batch = [traces[i] for i in indices]
-        result = run_rendered(render_batch(batch, mapping, compact=True), library, options)
+        rest = list(indices)
+        if variables:
+            batch = [traces[i] for i in rest]
+            rendered = render_batch(
+                batch, mapping, compact=True, variables=variables, reader=reader
+            )
+            done = _simulation_pass(rendered, library, options)
+            runs += 1
+            for number in sorted(done):
+                i = rest[number - 1]
+                verdicts[i] = _verdict(traces[i], len(traces[i].events) + 1)
+                simulated += 1
+            rest = [i for n, i in enumerate(rest, start=1) if n not in done]
+        if not rest:
+            continue
+        batch = [traces[i] for i in rest]
+        rendered = render_batch(batch, mapping, compact=True, reader=reader)
+        result = run_rendered(rendered, library, options)
         runs += 1
         _require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
         distinct += result.stats.distinct or 0
-        for i, furthest in zip(indices, furthest_cursors(result, len(batch)), strict=True):
+        for i, furthest in zip(rest, furthest_cursors(result, len(batch)), strict=True):
             verdicts[i] = _verdict(traces[i], furthest)
     final = [v for v in verdicts if v is not None]
     if explain:
@@ -252,6 +341,7 @@ def validate_traces(
         coverage=dict(sorted(coverage.items())),
         uncovered=sorted({a.event for a in mapping.actions} - set(coverage)),
         tlc_runs=runs,
+        simulated=simulated,
         events=events,
         seconds=seconds,
         distinct_states=distinct,

@@ -38,6 +38,7 @@ from rich.markup import escape
 
 from tracecheck.cfgfile import KEYWORDS, strip_comments
 from tracecheck.errors import TracecheckError
+from tracecheck.javareader import reader_classes
 from tracecheck.manifest import MANIFEST_NAME, Expect, ProtocolManifest
 from tracecheck.mapping import ProtocolMap
 from tracecheck.results import TLCResult, Verdict
@@ -57,6 +58,7 @@ from tracecheck.validate import (
     furthest_cursors,
     run_rendered,
     spec_library,
+    spec_variables,
 )
 
 __all__ = [
@@ -243,21 +245,6 @@ def witness_files(
     return _witness_module(invariants, constraints, mapping.vars), cfg
 
 
-def _var_names(library: Sequence[Path], mapping: ProtocolMap) -> list[str] | None:
-    """The names in the spec's ``vars == <<...>>``, to label the printed states."""
-    # The spec module first, then the modules beside it (``vars`` may come from one it EXTENDS).
-    paths = [f / f"{mapping.module}.tla" for f in library]
-    paths += [p for f in library for p in sorted(f.glob("*.tla")) if p not in paths]
-    for path in paths:
-        if path.is_file():
-            text = path.read_text(encoding="utf-8")
-            found = re.search(rf"^{mapping.vars}\s*==\s*<<(.*?)>>", text, re.M | re.S)
-            if found:
-                body = re.sub(r"\\\*[^\n]*", "", found[1])
-                return [v.strip() for v in body.split(",") if v.strip()]
-    return None
-
-
 # --- the run -------------------------------------------------------------------------------
 
 
@@ -340,11 +327,12 @@ def check_invariants(
     for trace in accepted:
         groups.setdefault(tuple(sorted(constants_for(trace, mapping).items())), []).append(trace)
     library = spec_library(spec_root, mapping)
-    labels = _var_names(library, mapping)
+    labels = spec_variables(library, mapping)
+    reader = reader_classes()
     verdicts: dict[int, WitnessVerdict] = {}
     distinct = 0
     for batch in groups.values():
-        rendered = render_batch(batch, mapping)
+        rendered = render_batch(batch, mapping, reader=reader)
         module, cfg = witness_files(rendered, names, mapping)
         result = run_rendered(
             dataclasses.replace(rendered, cfg=cfg),

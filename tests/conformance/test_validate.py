@@ -92,9 +92,34 @@ def test_batch_runs_one_tlc_for_many_traces_and_explains_only_rejections() -> No
     traces = [trace(GOOD, source=f"good{i}") for i in range(5)] + [bad]
     report = validate_traces(traces, LEDGER, SPEC_ROOT)
     assert [v.accepted for v in report.verdicts] == [True] * 5 + [False]
-    assert report.tlc_runs == 2  # one batch run, one explain run
+    # simulation accepts the five good traces and stops at the bad one; breadth-first search
+    # decides the bad one; one explain run
+    assert report.tlc_runs == 3
+    assert report.simulated == 5
     assert report.verdicts[-1].explanation is not None
     assert report.verdicts[0].explanation is None
+    bfs = validate_traces(traces, LEDGER, SPEC_ROOT, simulate=False)
+    assert [v.accepted for v in bfs.verdicts] == [True] * 5 + [False]
+    assert (bfs.tlc_runs, bfs.simulated) == (2, 0)  # one batch run, one explain run
+    assert bfs.verdicts[-1].rejection == report.verdicts[-1].rejection
+
+
+def test_traces_after_one_the_simulation_cannot_finish_go_to_breadth_first_search() -> None:
+    bad = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)], source="bad")
+    late_bad = trace([GOOD[0], GOOD[1], GOOD[1] | {"seq": 3}, GOOD[2]], source="late-bad")
+    traces = [trace(GOOD, source="good1"), bad, trace(GOOD, source="good2"), late_bad]
+    report = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
+    assert [v.accepted for v in report.verdicts] == [True, False, True, False]
+    assert report.simulated == 1  # the walk stops at the first trace it cannot finish
+    assert report.tlc_runs == 2
+    assert [v.rejection.index for v in report.verdicts if v.rejection] == [2, 3]
+
+
+def test_a_batch_of_good_traces_needs_only_the_simulation_run() -> None:
+    traces = [trace(GOOD, source=f"good{i}") for i in range(3)]
+    report = validate_traces(traces, LEDGER, SPEC_ROOT)
+    assert report.all_accepted
+    assert (report.tlc_runs, report.simulated) == (1, 3)
 
 
 def test_traces_with_other_constants_get_their_own_batch() -> None:
