@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracecheck.tlavalue import Record, TLAFunction, TLAValue
+from tracecheck.tlavalue import Record, TLAFunction, TLAValue, format_value, is_identifier
 
-__all__ = ["JsonValueError", "from_json"]
+__all__ = ["JsonValueError", "from_json", "tla_text"]
 
 
 class JsonValueError(ValueError):
@@ -55,10 +55,15 @@ def _tagged_or_record(value: dict[str, Any], path: str) -> TLAValue:
             raise JsonValueError(path, "#map takes a list of [key, value] pairs")
         if not pairs:
             raise JsonValueError(path, "#map: an empty function is <<>>; log []")
-        return TLAFunction(
-            (from_json(k, f"{path}.#map[{i}][0]"), from_json(v, f"{path}.#map[{i}][1]"))
-            for i, (k, v) in enumerate(pairs)
-        )
+        try:
+            return TLAFunction(
+                (from_json(k, f"{path}.#map[{i}][0]"), from_json(v, f"{path}.#map[{i}][1]"))
+                for i, (k, v) in enumerate(pairs)
+            )
+        except ValueError as exc:  # a key twice: not a function
+            if isinstance(exc, JsonValueError):
+                raise
+            raise JsonValueError(path, f"#map: {exc}") from None
     if "#bigint" in value:
         _only_key(value, "#bigint", path)
         try:
@@ -67,9 +72,50 @@ def _tagged_or_record(value: dict[str, Any], path: str) -> TLAValue:
             raise JsonValueError(path, "#bigint takes a decimal string") from None
     if not value:
         raise JsonValueError(path, "an empty object has no TLA+ value (TLA+ has no empty record)")
+    for k in value:
+        if not is_identifier(k):
+            raise JsonValueError(path, f"a record field name must be an identifier, not {k!r}")
     return Record((k, from_json(v, f"{path}.{k}")) for k, v in value.items())
 
 
 def _only_key(value: dict[str, Any], key: str, path: str) -> None:
     if len(value) != 1:
         raise JsonValueError(path, f"{key} must be the object's only key")
+
+
+_ESCAPES = str.maketrans(
+    {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\f": "\\f"}
+)
+
+
+def tla_text(value: Any, path: str = "$") -> str:
+    """``format_value(from_json(value, path))`` without building the TLA+ value in between:
+    the trace renderer's hot path (a test holds the two to the same text)."""
+    try:
+        return _text(value, path)
+    except RecursionError:  # nesting deeper than Python's stack: the iterative path
+        return format_value(from_json(value, path))
+
+
+def _text(value: Any, path: str) -> str:
+    if isinstance(value, str):
+        return '"' + value.translate(_ESCAPES) + '"'
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "<<" + ", ".join(_text(v, f"{path}[{i}]") for i, v in enumerate(value)) + ">>"
+    if isinstance(value, dict) and len(value) == 1 and "#set" in value:
+        items = value["#set"]
+        if not isinstance(items, list):
+            raise JsonValueError(path, "#set takes a list")
+        texts = {_text(v, f"{path}.#set[{i}]") for i, v in enumerate(items)}
+        return "{" + ", ".join(sorted(texts)) + "}"
+    if isinstance(value, dict) and value and not any(k.startswith("#") for k in value):
+        for k in value:
+            if not is_identifier(k):
+                raise JsonValueError(path, f"a record field name must be an identifier, not {k!r}")
+        return "[" + ", ".join(f"{k} |-> {_text(v, f'{path}.{k}')}" for k, v in value.items()) + "]"
+    # the rare forms (#map, #bigint) and every error: the general path
+    return format_value(from_json(value, path))

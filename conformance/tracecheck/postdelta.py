@@ -17,10 +17,11 @@ keys), so an expression is delta-encoded only when none of its elements has a ta
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 __all__ = ["Delta", "DeltaPlan", "element_text", "encode_compact", "plan_deltas"]
 
@@ -31,12 +32,9 @@ WORTH = 0.75
 Shape = tuple[str, Sequence[tuple[str, Any]]]
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
-
-
 def element_text(element: Any) -> str:
-    """The canonical JSON text of a set element (objects with sorted keys)."""
-    return _CANONICAL.encode(element)
+    """The canonical JSON text of a set element (compact, objects with sorted keys)."""
+    return orjson.dumps(element, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _elements(value: Any) -> dict[str, Any] | None:

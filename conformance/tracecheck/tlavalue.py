@@ -45,6 +45,7 @@ __all__ = [
     "TLAValue",
     "TLAValueError",
     "format_value",
+    "is_identifier",
     "parse_state",
     "parse_value",
 ]
@@ -76,7 +77,7 @@ class TLAValueError(ValueError):
         return cls(message, offset=offset, line=line, column=column)
 
 
-def _is_identifier(name: str) -> bool:
+def is_identifier(name: str) -> bool:
     return _IDENTIFIER.fullmatch(name) is not None
 
 
@@ -87,7 +88,7 @@ class ModelValue:
     name: str
 
     def __post_init__(self) -> None:
-        if not _is_identifier(self.name) or self.name in _KEYWORDS:
+        if not is_identifier(self.name) or self.name in _KEYWORDS:
             raise ValueError(f"a model value's name must be a TLA+ identifier, not {self.name!r}")
 
     def __str__(self) -> str:
@@ -156,7 +157,7 @@ class Record(_FrozenMap[str]):
         pairs = list(fields.items() if isinstance(fields, Mapping) else fields)
         pairs.extend(named.items())
         for name, _ in pairs:
-            if not _is_identifier(name):
+            if not is_identifier(name):
                 raise ValueError(f"a record field name must be a TLA+ identifier, not {name!r}")
         self._init(pairs)
 

@@ -14,11 +14,11 @@ trace is never half-loaded. Per-process logs merge into one causal order by Lamp
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from protoref.tracing import SCHEMA_VERSION, TraceHeader
@@ -95,8 +95,9 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
         if not text.strip():
             continue
         try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
+            # orjson: strict JSON (no NaN or Infinity, integers within 64 bits), in C
+            raw = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
             raise TraceFormatError(source, number, f"bad JSON: {exc.msg}") from exc
         if header is None:
             header = _header(raw, source, number)

@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from support.ledger import GOOD, event, header
-from tracecheck.jsonvalue import JsonValueError, from_json
-from tracecheck.tlavalue import Record, TLAFunction
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tracecheck.jsonvalue import JsonValueError, from_json, tla_text
+from tracecheck.tlavalue import Record, TLAFunction, format_value
 from tracecheck.traces import TraceFormatError, load_trace, merge_traces, parse_trace_lines
 
 
@@ -104,6 +107,34 @@ def test_json_values_follow_itf() -> None:
         with pytest.raises(JsonValueError) as caught:
             from_json(bad)
         assert caught.value.path == path
+        with pytest.raises(JsonValueError) as caught:
+            tla_text(bad)
+        assert caught.value.path == path
+    with pytest.raises(JsonValueError, match="identifier, not 'a b'"):
+        tla_text({"ok": {"a b": 1}})
+    with pytest.raises(JsonValueError, match="identifier, not 'a b'"):
+        from_json({"ok": {"a b": 1}})
+    for convert in (from_json, tla_text):
+        with pytest.raises(JsonValueError, match=r"\$\.f: #map: a TLAFunction cannot have a key"):
+            convert({"f": {"#map": [[0, 1], [0, 2]]}}, "$")
+
+
+_NAMES = st.from_regex(r"[a-z][A-Za-z0-9_]{0,6}", fullmatch=True)
+_JSON = st.recursive(
+    st.booleans() | st.integers(-(2**31), 2**31 - 1) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.lists(inner, max_size=4).map(lambda xs: {"#set": xs})
+    | st.dictionaries(_NAMES, inner, min_size=1, max_size=4)
+    | st.dictionaries(st.integers(0, 9), inner, min_size=1, max_size=3).map(
+        lambda kv: {"#map": [[k, v] for k, v in kv.items()]}
+    ),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_the_fast_renderer_writes_what_the_general_one_writes(value: object) -> None:
+    assert tla_text(value) == format_value(from_json(value))
 
 
 def test_environment_actors_log_steps_without_being_spec_nodes(tmp_path: Path) -> None:
