@@ -135,7 +135,7 @@ def test_malformed_and_unknown_frames_close_the_link(
 
 
 def _ack(session: wire.Session) -> bytes:
-    return session.seal(fr.Ack(seq=session.next_seq(), ctl=999_999, stamp=0))
+    return session.seal(fr.Ack(seq=session.next_seq(), ctls=(999_999,), stamp=0))
 
 
 def test_a_replayed_frame_is_refused_on_its_link_and_useless_on_another(

@@ -48,7 +48,15 @@ from protoref.rref.runtime.udf import qualified_name
 from protoref.rref.runtime.wire import DEFAULT_MAX_FRAME_BYTES
 from protoref.rref.state import Leak
 from protoref.rref.trace import WaitAllWorkersArgs, make_event
-from protoref.tracing import JsonlSink, NodeClock, NullSink, TraceHeader, TraceSink, tla_set
+from protoref.tracing import (
+    FrozenModel,
+    JsonlSink,
+    NodeClock,
+    NullSink,
+    TraceHeader,
+    TraceSink,
+    tla_set,
+)
 
 __all__ = ["Agent", "RpcFuture", "RpcOptions", "ShutdownReport", "current_agent"]
 
@@ -258,8 +266,11 @@ class Agent:
             self.node.on_frame(
                 link.peer,
                 frame,
-                lambda ctl: link.send(fr.Ack, ctl=ctl, stamp=self.node.clock.lamport),
+                lambda ctl: link.ack(ctl, self._clock_now),
             )
+
+    def _clock_now(self) -> int:
+        return self.node.clock.lamport
 
     def on_rejected(self, error: FrameError) -> None:
         self.node.rejected.append(error)
@@ -271,7 +282,7 @@ class Agent:
     def on_link_ready(self, peer: str, welcome: fr.Welcome, generation: int) -> None:
         self.node.on_link_ready(peer, welcome, generation)
 
-    def _send_frame(self, peer: str, cls: Callable[..., fr.Frame], **fields: Any) -> int:
+    def _send_frame(self, peer: str, cls: type[FrozenModel], **fields: Any) -> int:
         """Write on the loop thread; from another thread the write is handed to the loop (the
         generation is then unknown: only the loop sends retried messages, see Node.emit)."""
         if threading.get_ident() == self.thread.ident:

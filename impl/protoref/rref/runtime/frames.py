@@ -8,9 +8,11 @@ Payloads are JSON values produced by :mod:`protoref.rref.runtime.codec`: never p
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from functools import cache
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, JsonValue, TypeAdapter
+from pydantic_core import to_json
 
 from protoref.rref.events import Message, PythonCall
 from protoref.tracing import FrozenModel
@@ -33,6 +35,7 @@ __all__ = [
     "UserCall",
     "UserReply",
     "Welcome",
+    "dump",
 ]
 
 # --------------------------------------------------------------------------- handshake
@@ -110,12 +113,13 @@ class Proto(_Seq):
 
 
 class Ack(_Seq):
-    """Transport ack of the retried control message ``ctl``: it was applied (not a protocol
-    message: RRef.tla's control messages have no reply other than the fork request's)."""
+    """Transport ack of the retried control messages ``ctls``: they were applied (not a protocol
+    message: RRef.tla's control messages have no reply other than the fork request's). Acks
+    gather for a moment on the link they answer (Link.ack), so one frame acks several."""
 
     kind: Literal["ack"] = "ack"
-    ctl: int
-    stamp: int = Field(ge=0)  # the acceptor's clock after applying it (orders DestroyInstance)
+    ctls: tuple[int, ...] = Field(min_length=1)
+    stamp: int = Field(ge=0)  # the acceptor's clock once it sent them (orders DestroyInstance)
 
 
 class UserCall(_Seq):
@@ -214,3 +218,24 @@ FRAME_KINDS: Final = frozenset(
         "barrier_go",
     }
 )
+
+
+@cache
+def _shape(cls: type[FrozenModel]) -> tuple[bytes, frozenset[str]]:
+    kind = cls.model_fields["kind"].default
+    return b'{"kind":"' + kind.encode() + b'","seq":', frozenset(cls.model_fields)
+
+
+def dump(cls: type[FrozenModel], seq: int, fields: dict[str, Any]) -> bytes:
+    """The JSON body of ``cls(seq=seq, **fields)`` without building the frame model: a trusted
+    factory for the frames this process sends, whose values are its own (models it built, ints,
+    strings), as the core builds its records. Field names are checked; the receiver validates
+    every frame in full (wire.Session.open), so nothing unchecked is ever acted on."""
+    head, names = _shape(cls)
+    if not names.issuperset(fields):
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(fields.keys() - names)}")
+    parts = [head, b"%d" % seq]
+    for name, value in fields.items():
+        parts += (b',"', name.encode(), b'":', to_json(value))
+    parts.append(b"}")
+    return b"".join(parts)

@@ -147,6 +147,13 @@ class Node:
     def _destructors(self, before: RRefContext) -> None:
         """``DelUser`` for every UserRRef this step may have left unreferenced (G1 after G2)."""
         after = self.ctx
+        if (
+            before.held is after.held
+            and before.pending_users is after.pending_users
+            and before.fetching is after.fetching
+            and before.pending_children is after.pending_children
+        ):  # the core's evolve keeps untouched sets: nothing can have become unreferenced
+            return
         maybe = (
             (before.held - after.held)
             | (before.pending_users - after.pending_users)
@@ -402,7 +409,8 @@ class Node:
             self.take(peer, frame.msg, frame.stamp, frame.call, frame.result)
         elif isinstance(frame, fr.Ack):
             self._merge(frame.stamp)
-            self.unacked.pop(frame.ctl, None)
+            for ctl in frame.ctls:
+                self.unacked.pop(ctl, None)
             self.on_step()
         elif isinstance(frame, fr.UserCall):
             self._merge(frame.stamp)

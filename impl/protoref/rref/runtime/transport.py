@@ -25,12 +25,15 @@ from typing import Any, Protocol
 
 from protoref.rref.runtime import wire
 from protoref.rref.runtime.errors import AuthenticationError, FrameError
-from protoref.rref.runtime.frames import Challenge, Frame, Hello, Welcome
+from protoref.rref.runtime.frames import Ack, Challenge, Frame, Hello, Welcome, dump
+from protoref.tracing import FrozenModel
 
 __all__ = ["Link", "Transport", "TransportHandler", "corked"]
 
 log = logging.getLogger("protoref.rref.runtime")
 _BROKEN = (asyncio.IncompleteReadError, ConnectionError, OSError, EOFError)
+#: How long acks of control messages gather before they leave in one frame (see Link.ack).
+ACK_DELAY_SECONDS = 0.002
 
 
 class TransportHandler(Protocol):
@@ -97,6 +100,8 @@ class Link:
     _pending: bytearray | None = None  # written once the socket is writable again
     _flush_scheduled: bool = False
     _watching: bool = False
+    _acks: list[int] = field(default_factory=list)  # control ids to ack (see ack)
+    _ack_stamp: Callable[[], int] | None = None
 
     def __post_init__(self) -> None:
         raw = self.writer.get_extra_info("socket")
@@ -106,12 +111,12 @@ class Link:
         if self._sock is not None:
             self._sock.setblocking(False)
 
-    def send(self, cls: Callable[..., Frame], **fields: Any) -> None:
+    def send(self, cls: type[FrozenModel], **fields: Any) -> None:
         with self._lock:
             if self.dead:
                 raise ConnectionError(f"link to {self.peer} is closed")
-            frame = cls(seq=self.session.next_seq(), **fields)
-            self._out.append(self.session.seal(frame))
+            body = dump(cls, self.session.next_seq(), fields)
+            self._out.append(self.session.seal_body(body))
             if threading.get_ident() == self.loop_thread:
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
@@ -123,6 +128,22 @@ class Link:
                     links.append(self)
                 return
             self._write_locked()
+
+    def ack(self, ctl: int, stamp: Callable[[], int]) -> None:
+        """(loop thread) Ack the retried control message ``ctl`` within ACK_DELAY_SECONDS, in
+        one frame with the others acked meanwhile: an ack is no protocol step (the sender only
+        forgets the message, or waits for it at shutdown; a lost one is settled by the
+        Welcome's ``processed`` list), so it need not cost a frame and a wake-up of its own."""
+        self._acks.append(ctl)
+        self._ack_stamp = stamp
+        if len(self._acks) == 1:
+            self.loop.call_later(ACK_DELAY_SECONDS, self._send_acks)
+
+    def _send_acks(self) -> None:
+        if self._acks and not self.dead and self._ack_stamp is not None:
+            ctls = tuple(self._acks)
+            self._acks.clear()
+            self.send(Ack, ctls=ctls, stamp=self._ack_stamp())
 
     def flush(self) -> None:
         """Write the frames sealed so far, in order (a no-op once written or closed)."""
@@ -184,6 +205,7 @@ class Link:
     def close(self) -> None:
         """(loop thread) Stop; frames sealed before still go, through asyncio's transport,
         which writes them before it closes the connection."""
+        self._send_acks()
         with self._lock:
             if self._sock is not None:
                 self._write_locked()
@@ -210,7 +232,7 @@ class Transport:
     outbound: dict[str, Link] = field(default_factory=dict)
     inbound: dict[str, Link] = field(default_factory=dict)
     generations: dict[str, int] = field(default_factory=dict)
-    _backlog: dict[str, deque[tuple[Callable[..., Frame], dict[str, Any]]]] = field(
+    _backlog: dict[str, deque[tuple[type[FrozenModel], dict[str, Any]]]] = field(
         default_factory=dict
     )
     _dialing: dict[str, asyncio.Task[None]] = field(default_factory=dict)
@@ -286,7 +308,7 @@ class Transport:
 
     # ------------------------------------------------------------------ client
 
-    def send(self, peer: str, cls: Callable[..., Frame], **fields: Any) -> int:
+    def send(self, peer: str, cls: type[FrozenModel], **fields: Any) -> int:
         """Send on the outbound link to ``peer``, dialing it first if needed (order kept).
 
         Returns the generation of the link the frame is (or will be) written on: a frame
@@ -302,7 +324,7 @@ class Transport:
             self._dialing[peer] = task
         return generation + 1
 
-    def send_now(self, peer: str, cls: Callable[..., Frame], **fields: Any) -> int | None:
+    def send_now(self, peer: str, cls: type[FrozenModel], **fields: Any) -> int | None:
         """From any thread: write on the live outbound link to ``peer`` and return its
         generation, or None when the loop must dial (or drain a backlog) first."""
         link = self.outbound.get(peer)

@@ -143,7 +143,10 @@ class Session:
         return self.sent
 
     def seal(self, frame: Frame) -> bytes:
-        body = frame.model_dump_json().encode()
+        return self.seal_body(frame.model_dump_json().encode())
+
+    def seal_body(self, body: bytes) -> bytes:
+        """Length, MAC and ``body`` (a frame's JSON) under this session's key."""
         mac = hmac.digest(self.key, self.label_out + body, "sha256")  # one-shot: OpenSSL's C path
         return pack(body, mac)
 
