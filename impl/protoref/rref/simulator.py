@@ -212,8 +212,11 @@ class Simulator:
         before = self.contexts[w]
         state, sent, action, leaks = core_step(before, inp)
         self.contexts[w] = state
+        # NodeClock.local() / receive(stamp), inlined (once per event).
         clock = self.clocks[w]
-        seq, lamport = clock.local() if stamp is None else clock.receive(stamp)
+        clock.seq = seq = clock.seq + 1
+        lamport = clock.lamport if stamp is None or clock.lamport >= stamp else stamp
+        clock.lamport = lamport = lamport + 1
         for m in sent:
             if m.type == "RREF_USER_DELETE":
                 self.delete_sends[m.fork] += 1
@@ -485,32 +488,31 @@ class Simulator:
     def _worker_options(self, mode: Mode) -> list[WorkerAppOptions]:
         """Each worker's application options (with cumulative weights), in worker order."""
         workload = mode == "workload"
-        cache = self._app_cache
-        found = []
-        for w, ctx in self.contexts.items():
-            # Each worker's options depend only on some fields of its context: cache them.
-            cached = cache.get((w, workload))
-            if cached is None or cached[0] is not ctx:
-                cached = self._app_options_of(w, ctx, cached, workload=workload)
-                cache[(w, workload)] = cached
-            found.append(cached[2])
-        return found
+        return [self._worker_app_cached(w, ctx, workload) for w, ctx in self.contexts.items()]
 
     def _pick_app(self, mode: Mode) -> AppAction:
-        """``_pick(_app_options(mode))`` without concatenating the workers' lists.
+        """``_pick(_app_options(mode))`` without listing every worker's options.
 
         Application weights are multiples of 0.5, so every cumulative sum of the concatenated
-        list is exact: the one at a worker's option is (the workers before it, summed) + (its
-        own cumulative weight), whichever way it is added up. The same ``random()`` draw is
-        compared with the same values, so the same option is picked."""
-        workers = [o for o in self._worker_options(mode) if o[0]]
+        list is exact: the one at a worker's option is (the totals of the workers before it)
+        + (its own cumulative weight), whichever way it is added up, and a worker's total
+        follows from the sizes of its sets (:meth:`_app_total`). The same ``random()`` draw
+        is compared with the same values, so the same option is picked; only the picked
+        worker's options are listed."""
+        workload = mode == "workload"
+        totals = [(w, ctx, self._app_total(ctx, workload)) for w, ctx in self.contexts.items()]
         total = 0.0
-        for _options, _weights, _cum, worker_total in workers:
+        for _w, _ctx, worker_total in totals:
             total += worker_total
         x = self.rng.random() * (total + 0.0)
         offset = 0.0
-        for options, _weights, cum, worker_total in workers:
+        last = None
+        for w, ctx, worker_total in totals:
+            if not worker_total:
+                continue
+            last = (w, ctx)
             if offset + worker_total > x:
+                options, _weights, cum, _total = self._worker_app_cached(w, ctx, workload)
                 # The first j with offset + cum[j] > x: bisect on x - offset (which may round),
                 # then settled with exact comparisons.
                 j = min(bisect(cum, x - offset), len(cum) - 1)
@@ -520,7 +522,31 @@ class Simulator:
                     j += 1
                 return options[j]
             offset += worker_total
-        return workers[-1][0][-1]  # x rounded up to the total: the last option, as bisect gives
+        if last is None:
+            raise IndexError("no application step is enabled")
+        # x rounded up to the total: the last option, as bisect gives.
+        return self._worker_app_cached(*last, workload)[0][-1]
+
+    @staticmethod
+    def _app_total(ctx: RRefContext, workload: bool) -> float:
+        """The sum of the weights :meth:`_worker_app_options` gives ``ctx``'s worker, from set
+        sizes (exact: every weight is a multiple of 0.5)."""
+        total = len(ctx.held) + 0.5 * len(ctx.owner_held)
+        if workload:
+            usable = ctx.held
+            if ctx.timed_out or ctx.deleted:
+                usable = usable - ctx.timed_out - ctx.deleted
+            total += 2.0 + len(ctx.owner_held | ctx.owners) + 1.5 * len(usable)
+            total += len(usable - ctx.fetched) if ctx.fetched else len(usable)
+        return total
+
+    def _worker_app_cached(self, w: WorkerId, ctx: RRefContext, workload: bool) -> WorkerAppOptions:
+        cache = self._app_cache
+        cached = cache.get((w, workload))
+        if cached is None or cached[0] is not ctx:
+            cached = self._app_options_of(w, ctx, cached, workload=workload)
+            cache[(w, workload)] = cached
+        return cached[2]
 
     def _app_options_of(
         self,
