@@ -56,8 +56,6 @@ Options: TypeAlias = tuple[list[float], list[Callable[[], object]]]
 #: option of every worker cost more than the step that is finally picked.
 AppAction: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
 AppOptions: TypeAlias = tuple[list[float], list[AppAction]]
-#: One worker's application options: actions, weights, cumulative weights, total (_pick_app).
-WorkerAppOptions: TypeAlias = tuple[list[AppAction], list[float], list[float], float]
 #: The environment actor that logs the global shutdown barrier (RRef.tla ``WaitAllWorkers``).
 BARRIER: Final = "barrier"
 
@@ -118,6 +116,12 @@ class Simulator:
         self._duplicates = self.config.duplicates
         self.workers: tuple[WorkerId, ...] = tuple(f"w{i}" for i in range(self.config.workers))
         self.contexts: dict[WorkerId, RRefContext] = {w: RRefContext(me=w) for w in self.workers}
+        # Per worker: the workers it may share an RRef with, and rpc.remote's destinations.
+        self._others = {w: tuple(d for d in self.workers if d != w) for w in self.workers}
+        self._targets = {
+            w: (*others, w) if self.config.self_remote else others
+            for w, others in self._others.items()
+        }
         self.clocks = {w: NodeClock() for w in self.workers}
         self.barrier_clock = NodeClock()
         self.leaks: list[tuple[WorkerId, Leak]] = []
@@ -138,18 +142,11 @@ class Simulator:
         )
         # rpc.remote futures that may time out: (caller, r, f) -> virtual deadline.
         self.deadlines: dict[tuple[WorkerId, Gid, Gid], int] = {}
-        # Scheduler caches: a worker's destructor and application options, with the context
-        # they were computed from and the context fields they depend on (contexts and their
-        # sets are immutable and shared by the contexts a step leaves them to, so identity
-        # says they are current).
+        # Scheduler cache: a worker's destructor options, with the context they were computed
+        # from and the context fields they depend on (contexts and their sets are immutable
+        # and shared by the contexts a step leaves them to, so identity says they are current).
+        # Application options need no cache: _pick_app lists none of them.
         self._destructors: dict[WorkerId, tuple[RRefContext, tuple[object, ...], Options]] = {}
-        # Each worker's application options in parts, with the context sets each was made from.
-        self._parts: dict[
-            WorkerId, list[tuple[tuple[object, ...], list[float], list[AppAction]] | None]
-        ] = {}
-        self._app_cache: dict[
-            tuple[WorkerId, bool], tuple[RRefContext, tuple[object, ...], WorkerAppOptions]
-        ] = {}
         # A JSON-lines sink takes lines rendered straight from the context (EventEncoder: the
         # same bytes as its generic path, without building the event models).
         self._encoder = EventEncoder()
@@ -477,18 +474,16 @@ class Simulator:
         return any(ctx.held or ctx.owner_held for ctx in self.contexts.values())
 
     def _app_options(self, mode: Mode) -> AppOptions:
-        """Every worker's application options, as parallel lists (weights, actions)."""
+        """Every worker's application options, as parallel lists (weights, actions): what
+        :meth:`_pick_app` picks from without listing them."""
         weights: list[float] = []
         actions: list[AppAction] = []
-        for options, worker_weights, _cum, _total in self._worker_options(mode):
-            weights += worker_weights
-            actions += options
-        return weights, actions
-
-    def _worker_options(self, mode: Mode) -> list[WorkerAppOptions]:
-        """Each worker's application options (with cumulative weights), in worker order."""
         workload = mode == "workload"
-        return [self._worker_app_cached(w, ctx, workload) for w, ctx in self.contexts.items()]
+        for w, ctx in self.contexts.items():
+            worker_weights, worker_actions = self._worker_app_options(w, ctx, workload=workload)
+            weights += worker_weights
+            actions += worker_actions
+        return weights, actions
 
     def _pick_app(self, mode: Mode) -> AppAction:
         """``_pick(_app_options(mode))`` without listing every worker's options.
@@ -512,20 +507,57 @@ class Simulator:
                 continue
             last = (w, ctx)
             if offset + worker_total > x:
-                options, _weights, cum, _total = self._worker_app_cached(w, ctx, workload)
-                # The first j with offset + cum[j] > x: bisect on x - offset (which may round),
-                # then settled with exact comparisons.
-                j = min(bisect(cum, x - offset), len(cum) - 1)
-                while j > 0 and offset + cum[j - 1] > x:
-                    j -= 1
-                while not offset + cum[j] > x:
-                    j += 1
-                return options[j]
+                picked = self._pick_in_worker(w, ctx, workload, offset, x)
+                if picked is None:  # the worker's options add up to less than _app_total says
+                    raise AssertionError(f"{w}: application options and their total disagree")
+                return picked
             offset += worker_total
         if last is None:
             raise IndexError("no application step is enabled")
         # x rounded up to the total: the last option, as bisect gives.
-        return self._worker_app_cached(*last, workload)[0][-1]
+        w, ctx = last
+        return self._worker_app_options(w, ctx, workload=workload)[1][-1]
+
+    def _pick_in_worker(
+        self, w: WorkerId, ctx: RRefContext, workload: bool, offset: float, x: float
+    ) -> AppAction | None:
+        """The first of ``w``'s options (:meth:`_worker_app_options`, in order) whose
+        cumulative weight plus ``offset`` exceeds ``x``, found part by part from set sizes:
+        only the part it falls in is sorted, and no option list is built. Every sum compared
+        is a multiple of 0.5, so exact."""
+        base = offset
+        n = len(ctx.held)
+        if n and base + n > x:
+            return self.drop, (w, sorted(ctx.held)[_first_over(x, base, 1.0, n)])
+        base += n
+        n = len(ctx.owner_held)
+        if n and base + 0.5 * n > x:
+            return self.drop_owner, (w, sorted(ctx.owner_held)[_first_over(x, base, 0.5, n)])
+        base += 0.5 * n
+        if not workload:
+            return None
+        others = self._others[w]
+        if base + 0.5 > x:
+            return self.create_local_rref, (w,)
+        if base + 2.0 > x:
+            return self._remote_any, (w, self._targets[w])
+        base += 2.0
+        shared = ctx.owner_held | ctx.owners
+        n = len(shared)
+        if n and base + n > x:
+            r = sorted(shared)[_first_over(x, base, 1.0, n)]
+            return self._share_any, (w, others, r, r)
+        base += n
+        users, fetched = ctx.users, ctx.fetched
+        for f in sorted(ctx.held - ctx.timed_out - ctx.deleted):
+            base += 1.5
+            if base > x:
+                return self._share_any, (w, others, users[f].rref, f)
+            if f not in fetched:
+                base += 1.0
+                if base > x:
+                    return self.to_here, (w, f)
+        return None
 
     @staticmethod
     def _app_total(ctx: RRefContext, workload: bool) -> float:
@@ -540,57 +572,15 @@ class Simulator:
             total += len(usable - ctx.fetched) if ctx.fetched else len(usable)
         return total
 
-    def _worker_app_cached(self, w: WorkerId, ctx: RRefContext, workload: bool) -> WorkerAppOptions:
-        cache = self._app_cache
-        cached = cache.get((w, workload))
-        if cached is None or cached[0] is not ctx:
-            cached = self._app_options_of(w, ctx, cached, workload=workload)
-            cache[(w, workload)] = cached
-        return cached[2]
-
-    def _app_options_of(
-        self,
-        w: WorkerId,
-        ctx: RRefContext,
-        cached: tuple[RRefContext, tuple[object, ...], WorkerAppOptions] | None,
-        *,
-        workload: bool,
-    ) -> tuple[RRefContext, tuple[object, ...], WorkerAppOptions]:
-        """The cache entry of ``w``'s application options, recomputed only when a field that
-        :meth:`_worker_app_options` reads changed."""
-        key: tuple[object, ...] = (ctx.held, ctx.owner_held)
-        if workload:
-            # Not ``users``: only the records of held UserRRefs are read, a record never
-            # changes, and a new UserRRef is held (``held`` changes with it).
-            key += (ctx.owners, ctx.timed_out, ctx.deleted, ctx.fetched)
-        if cached is not None and key == cached[1]:
-            return ctx, cached[1], cached[2]
-        weights, actions = self._worker_app_options(w, ctx, workload=workload)
-        cum = list(accumulate(weights))
-        return ctx, key, (actions, weights, cum, cum[-1] if cum else 0.0)
-
     def _worker_app_options(self, w: WorkerId, ctx: RRefContext, *, workload: bool) -> AppOptions:
         """``w``'s application options in their fixed order: drop each held UserRRef, drop
         each held OwnerRRef, then (workload) create a local RRef, rpc.remote, share each
-        OwnerRRef, share and fetch each usable UserRRef. Each part is kept with the context
-        sets it was made from and made again only when one of them changed."""
-        weights: list[float] = []
-        actions: list[AppAction] = []
-        parts = (
-            (self._drop_part, (ctx.held, ctx.owner_held)),
-            (self._owned_part, (ctx.owner_held, ctx.owners)),
-            (self._user_part, (ctx.held, ctx.timed_out, ctx.deleted, ctx.fetched)),
-        )
-        memo = self._parts.get(w)
-        if memo is None:
-            memo = self._parts[w] = [None] * len(parts)
-        for i, (make, sources) in enumerate(parts if workload else parts[:1]):
-            known = memo[i]
-            if known is None or known[0] != sources:
-                part_weights, part_actions = make(w, ctx)
-                known = memo[i] = (sources, part_weights, part_actions)
-            weights += known[1]
-            actions += known[2]
+        OwnerRRef, share and fetch each usable UserRRef."""
+        weights, actions = self._drop_part(w, ctx)
+        if workload:
+            for part in (self._owned_part(w, ctx), self._user_part(w, ctx)):
+                weights += part[0]
+                actions += part[1]
         return weights, actions
 
     def _drop_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
@@ -602,8 +592,7 @@ class Simulator:
         return weights, actions
 
     def _owned_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
-        others = tuple(d for d in self.workers if d != w)
-        targets = (*others, w) if self.config.self_remote else others
+        others, targets = self._others[w], self._targets[w]
         share = self._share_any
         shared = sorted(ctx.owner_held | ctx.owners)
         weights = [0.5, 1.5] + [1.0] * len(shared)
@@ -617,7 +606,7 @@ class Simulator:
     def _user_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
         # Reads the records of held UserRRefs too, but a record never changes and a new
         # UserRRef is held (``held`` changes with it).
-        others = tuple(d for d in self.workers if d != w)
+        others = self._others[w]
         share, users, fetched, to_here = self._share_any, ctx.users, ctx.fetched, self.to_here
         weights: list[float] = []
         actions: list[AppAction] = []
@@ -713,6 +702,17 @@ class Simulator:
         if self.config.shutdown:
             self.shutdown()
         return self.finish()
+
+
+def _first_over(x: float, base: float, weight: float, n: int) -> int:
+    """The least k < n with ``base + (k + 1) * weight > x``, given ``base + n * weight > x``
+    (estimated by division, then settled with the exact comparisons)."""
+    k = min(max(int((x - base) / weight), 0), n - 1)
+    while k > 0 and base + k * weight > x:
+        k -= 1
+    while not base + (k + 1) * weight > x:
+        k += 1
+    return k
 
 
 # ---------------------------------------------------------------------- CLI
