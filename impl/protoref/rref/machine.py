@@ -322,11 +322,13 @@ def get_or_create_rref(ctx: RRefContext, m: ev.PythonCall) -> Step:
             ctx, "GetOrCreateRRef", f"fork {c} already unpickled: user calls are never retried"
         )
     user = UserRRef.of(fork=c, rref=r, owner=m.owner, on=me, parent=m.parent)
-    base = ctx.evolve(users={**ctx.users, c: user}, held=ctx.held | {c})
+    users, held = {**ctx.users, c: user}, ctx.held | {c}
     if m.src == m.owner:
-        return Step(base.evolve(confirmed_users=ctx.confirmed_users | {c}), (), args)
+        confirmed = ctx.confirmed_users | {c}
+        return Step(ctx.evolve(users=users, held=held, confirmed_users=confirmed), (), args)
     request = ev.ForkRequest.make(src=me, dst=m.owner, rref=r, owner=m.owner, fork=c)
-    return Step(base.evolve(pending_users=ctx.pending_users | {c}), (request,), args)
+    pending = ctx.pending_users | {c}
+    return Step(ctx.evolve(users=users, held=held, pending_users=pending), (request,), args)
 
 
 def add_fork_of_owner_if_not_present(ctx: RRefContext, m: ev.ForkRequest) -> Step:
@@ -373,8 +375,14 @@ def del_fork_of_owner(ctx: RRefContext, m: ev.UserDelete) -> Step:
     unknown ids; the Reference records a tombstone so stale messages about (r, f) are ignored."""
     _addressed(ctx, "DelForkOfOwner", m)
     r, f = m.rref, m.fork
-    new = _del_fork_locally(ctx, r, f)
-    new = new.evolve(tombstones=new.tombstones | {(r, f)})
+    tombstones = ctx.tombstones | {(r, f)}
+    if (r, f) in ctx.forks:
+        # DelForkLocally and the tombstone in one copy of the context.
+        rest = ctx.forks - {(r, f)}
+        owners = ctx.owners if any(e[0] == r for e in rest) else ctx.owners - {r}
+        new = ctx.evolve(forks=rest, owners=owners, tombstones=tombstones)
+    else:
+        new = ctx.evolve(tombstones=tombstones)
     return Step(new, (), tr.DelForkOfOwnerArgs.of(w=ctx.me, r=r, f=f))
 
 

@@ -146,7 +146,10 @@ class Simulator:
         # from and the context fields they depend on (contexts and their sets are immutable
         # and shared by the contexts a step leaves them to, so identity says they are current).
         # Application options need no cache: _pick_app lists none of them.
-        self._destructors: dict[WorkerId, tuple[RRefContext, tuple[object, ...], Options]] = {}
+        self._destructors: dict[
+            WorkerId, tuple[RRefContext | None, tuple[object, ...], Options]
+        ] = {w: (None, (), ([], [])) for w in self.workers}
+        self._del_user_at: dict[tuple[WorkerId, Gid], Callable[[], object]] = {}
         # A JSON-lines sink takes lines rendered straight from the context (EventEncoder: the
         # same bytes as its generic path, without building the event models).
         self._encoder = EventEncoder()
@@ -298,23 +301,22 @@ class Simulator:
             # The options of the envelope at an index: made once, reused by every step.
             deliver.append(partial(self.deliver, len(deliver)))
             retry.append(partial(self.retry_send, len(retry)))
-        for i, env in enumerate(net):
+        for env, deliver_it, retry_it in zip(net, deliver, retry, strict=False):
             if env.ready_at <= now:
                 if env.retryable:
                     weights += (1.0, 0.3)
-                    actions += (deliver[i], retry[i])
+                    actions += (deliver_it, retry_it)
                 else:
                     weight(1.0)
-                    action(deliver[i])
+                    action(deliver_it)
             elif env.retryable:
                 weight(0.3)
-                action(retry[i])
+                action(retry_it)
         destructors = self._destructors
         for w, ctx in self.contexts.items():
-            cached = destructors.get(w)
-            if cached is None or cached[0] is not ctx:
-                cached = self._destructors_of(w, ctx, cached)
-                destructors[w] = cached
+            cached = destructors[w]
+            if cached[0] is not ctx:
+                cached = destructors[w] = self._destructors_of(w, ctx, cached)
             if cached[2][0]:
                 weights += cached[2][0]
                 actions += cached[2][1]
@@ -340,7 +342,7 @@ class Simulator:
         self,
         w: WorkerId,
         ctx: RRefContext,
-        cached: tuple[RRefContext, tuple[object, ...], Options] | None,
+        cached: tuple[RRefContext | None, tuple[object, ...], Options],
     ) -> tuple[RRefContext, tuple[object, ...], Options]:
         """The cache entry of ``w``'s destructor options, recomputed only when a field that
         :meth:`RRefContext.destructible` reads changed."""
@@ -352,14 +354,23 @@ class Simulator:
             ctx.pending_children,
             ctx.fetching,
         )
-        if cached is not None and key == cached[1]:
-            return ctx, cached[1], cached[2]
+        if key == cached[1]:
+            return ctx, key, cached[2]
         return ctx, key, self._destructor_options(w, ctx)
 
     def _destructor_options(self, w: WorkerId, ctx: RRefContext) -> Options:
         """DelUser for every UserRRef nothing references any more (in ``users`` order)."""
         fs = ctx.destructible()
-        return [1.0] * len(fs), [partial(self.del_user, w, f) for f in fs]
+        if not fs:
+            return [], []
+        made = self._del_user_at
+        actions = []
+        for f in fs:
+            action = made.get((w, f))
+            if action is None:
+                action = made[(w, f)] = partial(self.del_user, w, f)
+            actions.append(action)
+        return [1.0] * len(fs), actions
 
     def del_user(self, w: WorkerId, f: Gid) -> None:
         """The UserRRef's refcount reached zero: its destructor runs (G1)."""
