@@ -4,8 +4,9 @@ Peers are found through a master (rank 0) at ``master_addr:master_port``, as tor
 MASTER_ADDR/MASTER_PORT: every other worker listens on a port of its own (0: the OS picks),
 dials the master, sends a ``Join`` and receives the peer table once ``world_size`` workers have
 joined. Application threads step the core themselves under the node's lock (the loop thread
-takes the same lock for arriving frames); sockets and timers belong to the loop thread, which
-application threads reach through ``Node.handoff`` (one loop wake-up per batch).
+takes the same lock for arriving frames, a UDF thread for its remote call's completion) and
+write their frames themselves (Link.send); reads, dials and timers belong to the loop thread,
+which other threads reach through ``Node.handoff`` (one loop wake-up per batch).
 
 Graceful shutdown follows PyTorch's: ``_wait_all_workers`` (barrier 1, after this worker's own
 user calls and UDFs finished), then ``delAllUsersAndUnforkedOwners`` (wait until pendingUsers_,
@@ -140,6 +141,7 @@ class Agent:
             options.num_worker_threads, f"udf-{name}", initializer=self._bind_thread
         )
         self.udfs_running = 0
+        self._udf_lock = threading.Lock()
         self.sink: TraceSink = NullSink()
         self.node = Node(
             me=name,
@@ -339,15 +341,38 @@ class Agent:
             return fn()
 
     def _run_udf(self, fn: Callable[[], Any]) -> cf.Future[Any]:
-        with self.node.lock:
+        """Run a UDF on the pool (as torch's RPC thread pool); its future completes on the pool
+        thread, so its callbacks (the reply) run there too. (Submitting it only once the frames
+        that came with its call were applied, to keep the loop from holding the GIL while the
+        pool thread wakes, measured slower.) The count has a lock of its own: the pool thread
+        must not wait for the core's lock, which the loop holds while it applies frames."""
+        with self._udf_lock:
             self.udfs_running += 1
-        future = self.executor.submit(fn)
-        future.add_done_callback(lambda _f: self._udf_done())
+        future: cf.Future[Any] = cf.Future()
+        self._submit_udf(fn, future)
         return future
 
-    def _udf_done(self) -> None:
-        with self.node.lock:
+    def _submit_udf(self, fn: Callable[[], Any], future: cf.Future[Any]) -> None:
+        try:
+            self.executor.submit(self._udf_body, fn, future)
+        except RuntimeError as err:  # the pool is shut down
+            self._udf_settle(future, None, err)
+
+    def _udf_body(self, fn: Callable[[], Any], future: cf.Future[Any]) -> None:
+        try:
+            result = fn()
+        except BaseException as err:  # the UDF's own failure goes to its caller
+            self._udf_settle(future, None, err)
+        else:
+            self._udf_settle(future, result, None)
+
+    def _udf_settle(self, future: cf.Future[Any], result: Any, exc: BaseException | None) -> None:
+        with self._udf_lock:
             self.udfs_running -= 1
+        if exc is None:
+            future.set_result(result)
+        else:
+            future.set_exception(exc)
 
     def worker_info(self, name: str) -> WorkerInfo:
         return WorkerInfo(name, self.ranks[name])

@@ -9,7 +9,8 @@ then assignOwnerRRef). UserRRef destructors (``DelUser``, G1) run as soon as a s
 UserRRef unreferenced: Python GC drives ``DropRRef`` through ``weakref.finalize``, and G2 holds
 the delete back exactly as ``Referenced`` says. Retried control messages (RRef.tla ``Retried``)
 wait for a transport ack and are re-sent once on a new link (``RetrySend``); user calls never are.
-This module touches the core state only on the loop thread.
+Any thread may step the core (application calls, arriving frames on the loop thread, UDF
+completions on the pool), always under ``lock``; each writes the frames its step sends itself.
 """
 
 from __future__ import annotations
