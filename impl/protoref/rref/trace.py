@@ -731,9 +731,10 @@ _NOT_YET: Final = object()
 
 
 def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
-    """Python source of the function that renders one action's events: one f-string holding
-    every field of the line, the sets read from the node's slots when they did not change."""
-    lines = ["def encode(a, node, seq, lamport, d, delivered, A, S, render, message):"]
+    """Python source of ``make(A, render, message)``, which returns the function that renders
+    one action's events for one encoder: one f-string holding every field of the line, the
+    sets read from the node's slots when they did not change."""
+    lines = ["def encode(a, node, seq, lamport, d, delivered, S):"]
     if any(kind == _DELIVERED for _, _, kind in post_layout):
         lines.append("    if delivered is None:")
         message = f"{name} logs the delivered message; none was given"
@@ -767,7 +768,8 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
         + "}}}}"
     )
     lines.append(f"    return f'''{body}'''")
-    return "\n".join(lines) + "\n"
+    inner = "".join(f"    {line}\n" for line in lines)
+    return f"def make(A, render, message):\n{inner}    return encode\n"
 
 
 def _lit(text: str) -> str:
@@ -780,16 +782,17 @@ def _lit(text: str) -> str:
 Encode: TypeAlias = Callable[..., str]
 
 
-def _compile(name: str, args_layout: Layout, post_layout: Layout) -> Encode:
+def _compile(name: str, args_layout: Layout, post_layout: Layout) -> Callable[..., Encode]:
     namespace: dict[str, Any] = {}
     # The source is generated above from the event models' field names, nothing from outside.
     code = compile(_source(name, args_layout, post_layout), f"<trace encoder {name}>", "exec")
     exec(code, namespace)
-    encode: Encode = namespace["encode"]
-    return encode
+    make: Callable[..., Encode] = namespace["make"]
+    return make
 
 
-#: Args model -> (the function rendering its events, the set variables its post-state logs).
+#: Args model -> (the maker of the function rendering its events, the set variables its
+#: post-state logs).
 _ENCODERS: Final = {
     ACTION_ARGS[name]: (
         _compile(name, _args_layout(ACTION_ARGS[name]), layout := _post_layout(post_cls)),
@@ -814,6 +817,11 @@ class EventEncoder:
         self._atoms = _Atoms()
         self._records: dict[Gid, tuple[UserRRef, str]] = {}
         self._slots: dict[str, dict[str, _Slot]] = {}
+        # Each action's renderer, bound to this encoder's caches.
+        self._encoders = {
+            cls: make(self._atoms, self._render, self._message)
+            for cls, (make, _fields) in _ENCODERS.items()
+        }
 
     def line(
         self,
@@ -829,18 +837,8 @@ class EventEncoder:
         slots = self._slots.get(node)
         if slots is None:
             slots = self._slots[node] = {f: [_NOT_YET, "", None, None] for f in _SET_FIELDS}
-        encode = _ENCODERS[type(args)][0]
-        return encode(
-            args.__dict__,
-            node,
-            seq,
-            lamport,
-            ctx.__dict__,
-            delivered,
-            self._atoms,
-            slots,
-            self._render,
-            self._message,
+        return self._encoders[type(args)](
+            args.__dict__, node, seq, lamport, ctx.__dict__, delivered, slots
         )
 
     def _render(self, slot: _Slot, value: Any, users: bool) -> str:
