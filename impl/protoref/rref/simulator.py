@@ -125,8 +125,10 @@ class Simulator:
         self.clocks = {w: NodeClock() for w in self.workers}
         self.barrier_clock = NodeClock()
         self.leaks: list[tuple[WorkerId, Leak]] = []
-        # History for R4 (not protocol state): distinct RREF_USER_DELETEs sent per ForkId, and
-        # ForkIds that ever left a ``deleted`` set (deletedOnOwner_ must be monotone).
+        # History the invariants read, kept in test mode only (``check_invariants``): for R4
+        # (not protocol state), distinct RREF_USER_DELETEs sent per ForkId, and ForkIds that
+        # ever left a ``deleted`` set (deletedOnOwner_ must be monotone); and the spec's
+        # history variables removedForks and erasedOwners below.
         self.delete_sends: Counter[Gid] = Counter()
         self.undeleted: dict[WorkerId, frozenset[Gid]] = dict.fromkeys(self.workers, frozenset())
         self.net: list[Envelope] = []
@@ -156,6 +158,7 @@ class Simulator:
         self._emit_line = self.sink.emit_line if isinstance(self.sink, JsonlSink) else None
         self._tracing = self.sink.enabled
         self._check = self.config.check_invariants
+        self._app_weight = self.config.app_weight
         if self.sink.enabled:
             self.sink.header(self._header(workload))
 
@@ -190,6 +193,8 @@ class Simulator:
     # ------------------------------------------------------------------ core plumbing
 
     def world(self) -> invariants.World:
+        """The system as the invariants see it. Its history (removedForks, erasedOwners, the
+        R4 counts) is recorded only when ``config.check_invariants`` is set."""
         return invariants.World(
             contexts=self.contexts,
             net=[e.msg for e in self.net],
@@ -218,15 +223,9 @@ class Simulator:
         lamport = clock.lamport if stamp is None or clock.lamport >= stamp else stamp
         clock.lamport = lamport = lamport + 1
         for m in sent:
-            if m.type == "RREF_USER_DELETE":
-                self.delete_sends[m.fork] += 1
             self._send(m, lamport)
-        if state.forks is not before.forks:
-            self.removed_forks[w] |= before.forks - state.forks
-        if state.owners is not before.owners:
-            self.erased_owners[w] |= before.owners - state.owners
-        if state.deleted is not before.deleted and not before.deleted <= state.deleted:
-            self.undeleted[w] |= before.deleted - state.deleted
+        if self._check:
+            self._history(w, before, state, sent)
         if leaks:
             self.leaks += ((w, leak) for leak in leaks)
         # _record, inlined (once per event).
@@ -238,6 +237,20 @@ class Simulator:
         if self._check:
             invariants.check(self.world(), seed=self.seed)
         return state
+
+    def _history(
+        self, w: WorkerId, before: RRefContext, state: RRefContext, sent: tuple[ev.Message, ...]
+    ) -> None:
+        """The history the invariants read (test mode only: nothing else does)."""
+        for m in sent:
+            if m.type == "RREF_USER_DELETE":
+                self.delete_sends[m.fork] += 1
+        if state.forks is not before.forks:
+            self.removed_forks[w] |= before.forks - state.forks
+        if state.owners is not before.owners:
+            self.erased_owners[w] |= before.owners - state.owners
+        if state.deleted is not before.deleted and not before.deleted <= state.deleted:
+            self.undeleted[w] |= before.deleted - state.deleted
 
     def _send(self, m: ev.Message, stamp: int) -> None:
         # rng.randint(0, max_delay), inlined as CPython computes it (randrange -> _randbelow:
@@ -637,15 +650,15 @@ class Simulator:
         Options are listed in a deterministic order (sets are sorted: string hashing is salted per
         process), so the seed alone fixes the run.
         """
-        app = self._app_enabled(mode)
+        app = mode == "workload" or self._app_enabled(mode)
         if app and self._deliverable():
             # Some system step is enabled, so the coin decides; the system options are listed
             # only if it says so (listing them draws nothing from the generator).
-            app = self.rng.random() < self.config.app_weight
+            app = self.rng.random() < self._app_weight
             system = self._all_system_options(mode) if not app else ([], [])
         else:
             system = self._all_system_options(mode)
-            app = app and (not system[1] or self.rng.random() < self.config.app_weight)
+            app = app and (not system[1] or self.rng.random() < self._app_weight)
         if app:
             method, args = self._pick_app(mode)
             method(*args)
