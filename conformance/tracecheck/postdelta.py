@@ -32,32 +32,38 @@ WORTH = 0.75
 Shape = tuple[str, Sequence[tuple[str, Any]]]
 
 
-def element_text(element: Any) -> str:
+_SORTED = orjson.OPT_SORT_KEYS
+
+
+def element_text(element: Any) -> bytes:
     """The canonical JSON text of a set element (compact, objects with sorted keys)."""
-    return orjson.dumps(element, option=orjson.OPT_SORT_KEYS).decode()
+    return orjson.dumps(element, option=orjson.OPT_SORT_KEYS)
 
 
-def _elements(value: Any) -> dict[str, Any] | None:
+def _elements(value: Any) -> dict[bytes, Any] | None:
     """A logged ``{"#set": [...]}`` as canonical text -> element, or None if it is not a set
     or has an element whose text is not its TLA+ identity (it carries an ITF tag)."""
-    if not isinstance(value, dict) or set(value) != {"#set"} or not isinstance(value["#set"], list):
+    if not isinstance(value, dict) or len(value) != 1 or not isinstance(value.get("#set"), list):
         return None
-    out: dict[str, Any] = {}
-    for element in value["#set"]:
-        text = element_text(element)
-        if '"#' in text:
-            return None
-        out[text] = element
-    return out
+    items = value["#set"]
+    # one comprehension and C-level set operations below: every logged element of every
+    # event passes here, so the per-element Python work is kept to one orjson call
+    texts = [orjson.dumps(e, option=_SORTED) for e in items]
+    if b'"#' in b"".join(texts):
+        return None
+    return dict(zip(texts, items, strict=True))
 
 
 @dataclass(frozen=True)
 class Delta:
     """A logged set as the elements removed from and added to the node's previous one
-    (canonical text -> JSON element)."""
+    (canonical JSON text -> JSON element)."""
 
-    removed: dict[str, Any]
-    added: dict[str, Any]
+    removed: dict[bytes, Any]
+    added: dict[bytes, Any]
+
+
+_NOTHING: dict[bytes, Any] = {}
 
 
 def _walk(
@@ -66,7 +72,7 @@ def _walk(
     """Per post value, in order: (event, position, value, its delta when ``expr`` is in
     ``keys`` (every expression when None) and the value is a tag-free set)."""
     chosen = None if keys is None else set(keys)
-    last: dict[tuple[str, str], dict[str, Any]] = {}
+    last: dict[tuple[str, str], dict[bytes, Any]] = {}
     for i, (node, posts) in enumerate(events):
         for j, (expr, value) in enumerate(posts):
             if chosen is not None and expr not in chosen:
@@ -76,10 +82,12 @@ def _walk(
             if now is None:
                 yield i, j, value, None
                 continue
-            before = last.get((expr, node), {})
+            before = last.get((expr, node), _NOTHING)
             last[(expr, node)] = now
-            removed = {t: e for t, e in before.items() if t not in now}
-            added = {t: e for t, e in now.items() if t not in before}
+            gone = before.keys() - now.keys()
+            new = now.keys() - before.keys()
+            removed = {t: before[t] for t in gone} if gone else _NOTHING
+            added = {t: now[t] for t in new} if new else _NOTHING
             yield i, j, value, Delta(removed, added)
 
 

@@ -1,7 +1,10 @@
 """Running TLC and SANY as subprocesses and turning their ``-tool`` output into a TLCResult.
 
 Each run gets its own temporary metadir (TLC's ``states/`` folder), because two runs started in
-the same second otherwise collide, and the repository stays clean. The process is read line by
+the same second otherwise collide, and the repository stays clean; its own ``java.io.tmpdir``
+too, because TLC 2.15 copies the standard modules (Sequences.tla, ...) into the temporary
+folder and deletes them on exit, which made concurrent runs fail with "Cannot find source file
+for module Sequences". The process is read line by
 line so progress reaches the caller while TLC works; a timeout kills TLC's whole process group.
 """
 
@@ -98,6 +101,7 @@ def tlc_command(
     if options.classpath:
         at = cmd.index("-cp") + 1
         cmd[at] = os.pathsep.join([cmd[at], *(str(p) for p in options.classpath)])
+    cmd.insert(cmd.index("-cp"), f"-Djava.io.tmpdir={metadir.parent}")
     cmd[1:1] = options.jvm
     cmd += ["tlc2.TLC", "-tool", "-workers", str(options.workers), "-metadir", str(metadir)]
     if cfg is not None:

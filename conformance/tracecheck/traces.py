@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from protoref.tracing import SCHEMA_VERSION, TraceHeader
 from tracecheck.errors import TracecheckError
+from tracecheck.nogc import paused_gc
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -172,7 +173,8 @@ def load_trace(path: Path) -> Trace:
         # A writer killed mid-line leaves a truncated last line; refuse rather than guess.
         last = text.count("\n") + 1
         raise TraceFormatError(str(path), last, "truncated: the last line has no newline")
-    return parse_trace_lines(text.splitlines(), str(path))
+    with paused_gc():
+        return parse_trace_lines(text.splitlines(), str(path))
 
 
 def merge_traces(traces: Sequence[Trace]) -> Trace:

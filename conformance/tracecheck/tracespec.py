@@ -135,21 +135,23 @@ class _Formatter:
     recur in thousands of events. A value that has no TLA+ form is a TraceFormatError."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, str] = {}
+        self._memo: dict[bytes, str] = {}
 
     def __call__(self, value: Any, trace: Trace, index: int, field: str) -> str:
         if isinstance(value, Delta):
             removed = self._set(value.removed, trace, index, field)
             added = self._set(value.added, trace, index, field)
             return f"<<{removed}, {added}>>"
-        key = element_text(value)
+        return self._text(element_text(value), value, trace, index, field)
+
+    def _text(self, key: bytes, value: Any, trace: Trace, index: int, field: str) -> str:
         text = self._memo.get(key)
         if text is None:
             text = self._memo[key] = _tla(value, trace, index, field)
         return text
 
-    def _set(self, elements: dict[str, Any], trace: Trace, index: int, field: str) -> str:
-        parts = sorted(self(e, trace, index, field) for e in elements.values())
+    def _set(self, elements: dict[bytes, Any], trace: Trace, index: int, field: str) -> str:
+        parts = sorted(self._text(k, e, trace, index, field) for k, e in elements.items())
         return "{" + ", ".join(parts) + "}"
 
 

@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from tracecheck.errors import TracecheckError
 from tracecheck.javareader import reader_classes
 from tracecheck.mapping import ProtocolMap
+from tracecheck.nogc import paused_gc
 from tracecheck.results import TLCResult, Verdict
 from tracecheck.tlc import TLCOptions, run_tlc
 from tracecheck.traces import Trace, TraceEvent, TraceFormatError
@@ -189,6 +191,11 @@ def _schema(ref: str) -> TypeAdapter[Any]:
     return adapter
 
 
+def _check_schemas(traces: Sequence[Trace], mapping: ProtocolMap) -> None:
+    for trace in traces:
+        check_schema(trace, mapping)
+
+
 def check_schema(trace: Trace, mapping: ProtocolMap) -> None:
     """Validate every event against the implementation's own event schema, if it has one."""
     if mapping.event_schema is None:
@@ -262,6 +269,57 @@ def _verdict(trace: Trace, furthest: int) -> TraceVerdict:
     )
 
 
+class _GroupRun:
+    """Verdicts for batches of traces with the same constants: the simulation pass, then
+    breadth-first search on the traces it did not accept (see the module docstring)."""
+
+    def __init__(
+        self,
+        traces: Sequence[Trace],
+        mapping: ProtocolMap,
+        library: Sequence[Path],
+        *,
+        options: TLCOptions | None,
+        variables: Sequence[str] | None,
+        reader: Path | None,
+    ) -> None:
+        self.traces, self.mapping, self.library = traces, mapping, library
+        self.options, self.variables, self.reader = options, variables, reader
+        self.verdicts: list[TraceVerdict | None] = [None] * len(traces)
+        self.runs = self.simulated = self.distinct = 0
+
+    def render(self, indices: Sequence[int], *, simulation: bool = True) -> RenderedBatch:
+        return render_batch(
+            [self.traces[i] for i in indices],
+            self.mapping,
+            compact=True,
+            variables=self.variables if simulation else None,
+            reader=self.reader,
+        )
+
+    def check(self, indices: Sequence[int], rendered: RenderedBatch) -> None:
+        rest = list(indices)
+        if self.variables:
+            done = _simulation_pass(rendered, self.library, self.options)
+            self.runs += 1
+            for number in sorted(done):
+                i = rest[number - 1]
+                self.verdicts[i] = _verdict(self.traces[i], len(self.traces[i].events) + 1)
+                self.simulated += 1
+            if done:  # breadth-first search gets its own, smaller batch
+                rest = [i for n, i in enumerate(rest, start=1) if n not in done]
+                if not rest:
+                    return
+                rendered = self.render(rest, simulation=False)
+        batch = [self.traces[i] for i in rest]
+        result = run_rendered(rendered, self.library, self.options)
+        self.runs += 1
+        _require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
+        self.distinct += result.stats.distinct or 0
+        for i, furthest in zip(rest, furthest_cursors(result, len(batch)), strict=True):
+            self.verdicts[i] = _verdict(self.traces[i], furthest)
+
+
 def validate_traces(
     traces: Sequence[Trace],
     mapping: ProtocolMap,
@@ -282,43 +340,40 @@ def validate_traces(
                 f"{trace.source}: a {trace.header.protocol} trace, but the mapping is for "
                 f"{mapping.protocol}"
             )
-    for trace in traces:
-        check_schema(trace, mapping)
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for i, trace in enumerate(traces):
         key = tuple(sorted(constants_for(trace, mapping).items()))
         groups.setdefault(key, []).append(i)
     library = spec_library(spec_root, mapping)
-    variables = spec_variables(library, mapping) if simulate else None
-    reader = reader_classes()
-    verdicts: list[TraceVerdict | None] = [None] * len(traces)
-    runs = 0
-    distinct = 0
-    simulated = 0
-    for indices in groups.values():
-        rest = list(indices)
-        if variables:
-            batch = [traces[i] for i in rest]
-            rendered = render_batch(
-                batch, mapping, compact=True, variables=variables, reader=reader
-            )
-            done = _simulation_pass(rendered, library, options)
-            runs += 1
-            for number in sorted(done):
-                i = rest[number - 1]
-                verdicts[i] = _verdict(traces[i], len(traces[i].events) + 1)
-                simulated += 1
-            rest = [i for n, i in enumerate(rest, start=1) if n not in done]
-        if not rest:
-            continue
-        batch = [traces[i] for i in rest]
-        rendered = render_batch(batch, mapping, compact=True, reader=reader)
-        result = run_rendered(rendered, library, options)
-        runs += 1
-        _require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
-        distinct += result.stats.distinct or 0
-        for i, furthest in zip(rest, furthest_cursors(result, len(batch)), strict=True):
-            verdicts[i] = _verdict(traces[i], furthest)
+    run = _GroupRun(
+        traces,
+        mapping,
+        library,
+        options=options,
+        variables=spec_variables(library, mapping) if simulate else None,
+        reader=reader_classes(),
+    )
+    # The implementation's schema is checked in a thread while TLC (another process) runs:
+    # both take about as long per event, and the machine has two cores.
+    schema: Future[None] | None = None
+    with (
+        paused_gc(),
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracecheck-schema") as pool,
+    ):
+        try:
+            for indices in groups.values():
+                rendered = run.render(indices)
+                if schema is None:
+                    schema = pool.submit(_check_schemas, traces, mapping)
+                run.check(indices, rendered)
+        except TracecheckError:
+            # TLC could not run a batch: a trace that breaks the schema says better why
+            if schema is not None:
+                schema.result()
+            raise
+        if schema is not None:
+            schema.result()  # a malformed trace is an error whatever TLC said of it
+    verdicts, runs = run.verdicts, run.runs
     final = [v for v in verdicts if v is not None]
     if explain:
         from tracecheck.explain import explain_rejection  # noqa: PLC0415 - avoids a cycle
@@ -341,9 +396,9 @@ def validate_traces(
         coverage=dict(sorted(coverage.items())),
         uncovered=sorted({a.event for a in mapping.actions} - set(coverage)),
         tlc_runs=runs,
-        simulated=simulated,
+        simulated=run.simulated,
         events=events,
         seconds=seconds,
-        distinct_states=distinct,
+        distinct_states=run.distinct,
         rate=events / seconds if seconds else 0.0,
     )

@@ -149,6 +149,8 @@ def test_command_line_is_exact(specs: Path, tmp_path: Path) -> None:
     cmd = tlc_command(specs / "Counter.tla", specs / "Counter_pass.cfg", options, tmp_path / "m")
     assert cmd[1] == f"-DTLA-Library={tmp_path}"
     assert "-Xmx2g" in cmd
+    # a private temporary folder: TLC copies its standard modules there and deletes them
+    assert cmd.index(f"-Djava.io.tmpdir={tmp_path}") < cmd.index("tlc2.TLC")
     tail = cmd[cmd.index("tlc2.TLC") :]
     assert tail == [
         "tlc2.TLC",

@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from support.ledger import GOOD, event, header
 from hypothesis import given
 from hypothesis import strategies as st
 
+from support.ledger import GOOD, event, header
 from tracecheck.jsonvalue import JsonValueError, from_json, tla_text
 from tracecheck.tlavalue import Record, TLAFunction, format_value
 from tracecheck.traces import TraceFormatError, load_trace, merge_traces, parse_trace_lines
@@ -122,11 +121,13 @@ def test_json_values_follow_itf() -> None:
 _NAMES = st.from_regex(r"[a-z][A-Za-z0-9_]{0,6}", fullmatch=True)
 _JSON = st.recursive(
     st.booleans() | st.integers(-(2**31), 2**31 - 1) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.lists(inner, max_size=4).map(lambda xs: {"#set": xs})
-    | st.dictionaries(_NAMES, inner, min_size=1, max_size=4)
-    | st.dictionaries(st.integers(0, 9), inner, min_size=1, max_size=3).map(
-        lambda kv: {"#map": [[k, v] for k, v in kv.items()]}
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(lambda xs: {"#set": xs})
+        | st.dictionaries(_NAMES, inner, min_size=1, max_size=4)
+        | st.dictionaries(st.integers(0, 9), inner, min_size=1, max_size=3).map(
+            lambda kv: {"#map": [[k, v] for k, v in kv.items()]}
+        )
     ),
     max_leaves=20,
 )

@@ -1,0 +1,28 @@
+"""Pausing Python's cyclic garbage collector while traces are loaded and rendered.
+
+Loading a trace allocates millions of small lists and dicts that all stay alive; each
+allocation burst triggers a collection that walks every live container, so the collector's
+work grows with the square of the trace. On a 21 MB batch of RRef traces it was 90% of the
+loading time (4.6 s of CPU against 0.5 s with the collector paused). Nothing in these paths
+makes reference cycles that refcounting would not free, and the collector is restored after.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["paused_gc"]
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Disable the cyclic collector for the block; restore its previous state after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
