@@ -14,12 +14,14 @@ The block goes into ``docs/performance.md`` between ``TV_START`` and ``TV_END``.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tracecheck.javareader import READER_ENV
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.traces import Trace, load_trace
 from tracecheck.validate import CheckerError, validate_traces
@@ -52,6 +54,8 @@ class TVFigures:
     long: list[Row]
     batch: Row | None
     singles: Row | None
+    #: The same batch without the simulation pass, and without the Java reader.
+    variants: list[Row]
     traces: int
     steps: int
     long_steps: int
@@ -63,13 +67,31 @@ def prefix(trace: Trace, count: int) -> Trace:
     return trace.model_copy(update={"events": trace.events[:count], "lines": trace.lines[:count]})
 
 
-def _timed(label: str, traces: list[Trace], spec_root: Path, *, one_run_each: bool) -> Row:
+def _timed(
+    label: str,
+    traces: list[Trace],
+    spec_root: Path,
+    *,
+    one_run_each: bool,
+    simulate: bool = True,
+    reader: bool = True,
+) -> Row:
     mapping = load_mapping("rref")
+    before = os.environ.get(READER_ENV)
+    if not reader:
+        os.environ[READER_ENV] = "0"
     started = time.monotonic()
-    if one_run_each:
-        reports = [validate_traces([t], mapping, spec_root, explain=False) for t in traces]
-    else:
-        reports = [validate_traces(traces, mapping, spec_root, explain=False)]
+    try:
+        batches = [[t] for t in traces] if one_run_each else [traces]
+        reports = [
+            validate_traces(b, mapping, spec_root, explain=False, simulate=simulate)
+            for b in batches
+        ]
+    finally:
+        if before is None:
+            os.environ.pop(READER_ENV, None)
+        else:
+            os.environ[READER_ENV] = before
     seconds = time.monotonic() - started
     return Row(
         label=label,
@@ -104,13 +126,32 @@ def measure(
             piece = prefix(long_trace, total // part)
             long_rows.append(_timed(f"long trace, {name}", [piece], spec_root, one_run_each=False))
     batch_row = single_row = None
+    variants: list[Row] = []
     if runs:
         batch_row = _timed("batch", traces, spec_root, one_run_each=False)
+        variants = [
+            _timed(
+                "batch, breadth-first search only",
+                traces,
+                spec_root,
+                one_run_each=False,
+                simulate=False,
+            ),
+            _timed(
+                "batch, TLA+ data module (no Java reader)",
+                traces,
+                spec_root,
+                one_run_each=False,
+                reader=False,
+            ),
+        ]
+        if any(v.accepted != batch_row.accepted for v in variants):
+            raise CheckerError("the batch's variants disagree on a verdict: a checker bug")
         if singles:
             single_row = _timed("one TLC run per trace", traces, spec_root, one_run_each=True)
             if single_row.accepted != batch_row.accepted:
                 raise CheckerError("batch and single-trace runs disagree: a checker bug")
-    return TVFigures(long_rows, batch_row, single_row, runs, steps, long_steps, simulated)
+    return TVFigures(long_rows, batch_row, single_row, variants, runs, steps, long_steps, simulated)
 
 
 def _goal(met: bool, text: str) -> str:
@@ -174,9 +215,16 @@ def tv_block(fig: TVFigures) -> str:
     ]
     for row in fig.long:
         lines.append(_table_row(row, 1))
-    for many in (fig.batch, fig.singles):
+    for many in (fig.batch, *fig.variants, fig.singles):
         if many is not None:
             lines.append(_table_row(many, fig.traces))
+    if fig.batch is not None and fig.variants:
+        lines += ["", "Side by side on the batch:"]
+        for variant in fig.variants:
+            lines.append(
+                f"- {variant.label}: {variant.seconds:.1f} s, "
+                f"{variant.seconds / fig.batch.seconds:.1f}x the batch's time"
+            )
     lines += ["", "Goals of the conformance issue on this machine:", *_goals(fig), TV_END]
     return "\n".join(lines)
 
