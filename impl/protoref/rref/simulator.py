@@ -159,6 +159,7 @@ class Simulator:
         self._tracing = self.sink.enabled
         self._check = self.config.check_invariants
         self._app_weight = self.config.app_weight
+        self._stopping = False  # the barrier passed (every context's ``stopping``)
         if self.sink.enabled:
             self.sink.header(self._header(workload))
 
@@ -402,6 +403,7 @@ class Simulator:
         barrier = ev.WaitAllWorkers(user_calls_in_flight=calls)
         states = {w: core_step(ctx, barrier).state for w, ctx in self.contexts.items()}
         self.contexts.update(states)  # all or nothing: a refusal above changed no context
+        self._stopping = True
         seq, lamport = self.barrier_clock.receive(max(c.lamport for c in self.clocks.values()))
         for clock in self.clocks.values():
             clock.lamport = max(clock.lamport, lamport)
@@ -419,14 +421,19 @@ class Simulator:
 
     def _shutdown_options(self) -> list[tuple[float, Callable[[], object]]]:
         """The shutdown steps whose spec guards hold (the core re-checks every one)."""
-        if not any(ctx.stopping for ctx in self.contexts.values()):
+        contexts = self.contexts
+        if not self._stopping:
             if any(e.msg.type in ev.USER_CALL_TYPES for e in self.net):
                 return []
             return [(1.0, self.wait_all_workers)]
         opts: list[tuple[float, Callable[[], object]]] = []
-        swept = all(ctx.phase != "running" for ctx in self.contexts.values())
+        swept = True
+        for ctx in contexts.values():
+            if ctx.phase == "running":
+                swept = False
+                break
         busy: set[WorkerId] | None = None  # the workers some message in flight is to or from
-        for w, ctx in self.contexts.items():
+        for w, ctx in contexts.items():
             fetching = not ctx.fetching.isdisjoint(ctx.users)
             if ctx.phase == "running":
                 if not (ctx.pending_users or ctx.pending_children or fetching):
@@ -444,9 +451,11 @@ class Simulator:
         The application stops issuing calls but may still drop references; the scheduler
         interleaves deliveries, retries, destructors and the shutdown steps.
         """
+        contexts = self.contexts
         for _ in range(MAX_DRAIN_STEPS):
-            if all(ctx.phase == "destroyed" for ctx in self.contexts.values()):
+            if all(ctx.phase == "destroyed" for ctx in contexts.values()):
                 return
+            # Until then, the barrier's and the sweeps' steps are offered with the others.
             if not self.step("shutdown"):
                 break
         phases = {w: ctx.phase for w, ctx in self.contexts.items()}
@@ -495,7 +504,10 @@ class Simulator:
             return False
         if mode == "workload":
             return True  # every worker may always create a local RRef or call rpc.remote
-        return any(ctx.held or ctx.owner_held for ctx in self.contexts.values())
+        for ctx in self.contexts.values():  # noqa: SIM110 - a plain loop: no generator per step
+            if ctx.held or ctx.owner_held:
+                return True
+        return False
 
     def _app_options(self, mode: Mode) -> AppOptions:
         """Every worker's application options, as parallel lists (weights, actions): what
