@@ -11,7 +11,8 @@ import pytest
 from protoref import rpc
 from protoref.errors import ProtocolError
 from protoref.rref.runtime import udfs
-from protoref.rref.runtime.errors import CodecError, UnresolvableFunctionError
+from protoref.rref.runtime.agent import new_loop
+from protoref.rref.runtime.errors import CodecError, RPCError, UnresolvableFunctionError
 from support.rref_runtime import eventually, stop_world, world
 from tracecheck.protocols.rref import RREF
 from tracecheck.traces import load_trace, merge_traces
@@ -158,3 +159,35 @@ def test_graceful_shutdown_deletes_held_users_reports_them_and_its_trace_is_acce
     assert names.count("DestroyInstance") == 3
     report = validate_traces([merged], RREF, ROOT / "spec")
     assert report.all_accepted, [v.rejection for v in report.verdicts]
+
+
+@pytest.mark.parametrize("event_loop", ["asyncio", "uvloop"])
+def test_either_event_loop_carries_calls_and_frames_bigger_than_the_socket_buffer(
+    event_loop: str,
+) -> None:
+    """Frames are written by the calling thread; one the kernel cannot take whole waits for the
+    loop to see the socket writable, and later frames queue behind it (order and MACs intact)."""
+    if event_loop == "uvloop":
+        pytest.importorskip("uvloop")
+    with world(2, event_loop=event_loop) as (w0, w1), w0.use():
+        assert type(w0.loop).__module__.split(".")[0] == event_loop
+        rrefs = [rpc.remote("w1", udfs.add, (i, 1)) for i in range(20)]
+        assert [r.to_here() for r in rrefs] == list(range(1, 21))
+        # 10 MB: more than the kernel's largest send buffer (4 MB by default), then small
+        # frames that must queue behind it.
+        payloads = ["x" * 10_000_000, "after", "and after"]
+        futures = [rpc.rpc_async("w1", udfs.echo, (p,)) for p in payloads]
+        assert [f.wait() for f in futures] == payloads
+        links = [*w0.transport.outbound.values(), *w1.transport.outbound.values()]
+        assert sum(link.stalls for link in links) > 0  # the slow path did run
+        del rrefs
+        gc.collect()
+        reports = stop_world([w0, w1])
+    assert all(r.leak_free for r in reports), reports
+    assert not w0.node.rejected
+    assert not w1.node.rejected
+
+
+def test_an_unknown_event_loop_is_refused() -> None:
+    with pytest.raises(RPCError, match="event_loop must be"):
+        new_loop("trio")

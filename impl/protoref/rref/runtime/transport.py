@@ -101,6 +101,8 @@ class Link:
     _flush_scheduled: bool = False
     _watching: bool = False
     _acks: list[int] = field(default_factory=list)  # control ids to ack (see ack)
+    #: Writes the kernel did not take whole (the rest waited for the socket; for tests).
+    stalls: int = 0
     _ack_stamp: Callable[[], int] | None = None
 
     def __post_init__(self) -> None:
@@ -168,6 +170,7 @@ class Link:
         except OSError:  # the connection broke: the read side notices and drops the link
             return
         if sent < len(data):
+            self.stalls += 1
             self._pending = bytearray(data[sent:])
             if threading.get_ident() == self.loop_thread:
                 self._watch()
