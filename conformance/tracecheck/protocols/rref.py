@@ -39,11 +39,13 @@ _SLICE = {
     "users": "{u \\in users' : u.on = @}",
     # The message a handler took from the network: which copy of a retried message it was.
     "delivered": "net \\ net'",
-    # {f \in X' : \E u \in users' : u.fork = f /\ u.on = @}, written as an intersection:
-    # TLC evaluates the filter in |X| * |users| steps, and both sets only grow along a trace
-    # (a 5,600-event trace: 49 s of search -> 16 s).
+    # {f \in X' : \E u \in users' : u.fork = f /\ u.on = @}, written so that TLC walks users'
+    # once and looks each fork up in X' (a state variable, so a sorted set: binary search).
+    # The filter took |X| * |users| steps, and both sets only grow along a trace (a
+    # 5,600-event trace: 49 s of search -> 16 s); X' \cap {forks on @} searched the
+    # comprehension, an unsorted set, linearly for each element of X' (7% more TLC time).
     **{
-        name: f"({name}' \\cap {{u.fork : u \\in {{v \\in users' : v.on = @}}}})"
+        name: f"{{u.fork : u \\in {{v \\in users' : v.on = @ /\\ v.fork \\in {name}'}}}}"
         for name in ("held", "fetching", "fetched", "deleted", "timedOut")
     },
 }
