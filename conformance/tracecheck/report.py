@@ -30,6 +30,7 @@ def print_report(
     console.print(
         f"{accepted}/{len(report.verdicts)} accepted; {report.events:,} events in "
         f"{report.seconds:.1f} s ({report.rate:,.0f} events/s) over {report.tlc_runs} TLC run(s)"
+        f" ({report.simulated} accepted by the simulation pass)"
     )
 
 
