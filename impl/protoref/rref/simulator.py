@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import JsonValue
 
@@ -47,7 +47,6 @@ __all__ = ["Envelope", "RunSummary", "SimConfig", "Simulator", "main"]
 
 Gid = GloballyUniqueId
 Mode = Literal["workload", "drain", "system", "shutdown"]
-T = TypeVar("T")
 #: Steps allowed in the drain (or shutdown) phase before the run is declared stuck.
 MAX_DRAIN_STEPS: Final = 200_000
 #: Enabled steps as parallel lists (weights, actions), in a deterministic order.
@@ -58,6 +57,8 @@ AppAction: TypeAlias = tuple[Callable[..., object], tuple[Any, ...]]
 AppOptions: TypeAlias = tuple[list[float], list[AppAction]]
 #: The environment actor that logs the global shutdown barrier (RRef.tla ``WaitAllWorkers``).
 BARRIER: Final = "barrier"
+#: No system options (the coin chose an application step); never mutated.
+_NO_OPTIONS: Final[Options] = ([], [])
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class Simulator:
         self._tracing = self.sink.enabled
         self._check = self.config.check_invariants
         self._app_weight = self.config.app_weight
+        self._random = self.rng.random
         self._stopping = False  # the barrier passed (every context's ``stopping``)
         if self.sink.enabled:
             self.sink.header(self._header(workload))
@@ -522,7 +524,8 @@ class Simulator:
         return weights, actions
 
     def _pick_app(self, mode: Mode) -> AppAction:
-        """``_pick(_app_options(mode))`` without listing every worker's options.
+        """``rng.choices(actions, weights)[0]`` over ``_app_options(mode)``, without listing
+        every worker's options.
 
         Application weights are multiples of 0.5, so every cumulative sum of the concatenated
         list is exact: the one at a worker's option is (the totals of the workers before it)
@@ -666,16 +669,20 @@ class Simulator:
         if app and self._deliverable():
             # Some system step is enabled, so the coin decides; the system options are listed
             # only if it says so (listing them draws nothing from the generator).
-            app = self.rng.random() < self._app_weight
-            system = self._all_system_options(mode) if not app else ([], [])
+            app = self._random() < self._app_weight
+            system = self._all_system_options(mode) if not app else _NO_OPTIONS
         else:
             system = self._all_system_options(mode)
-            app = app and (not system[1] or self.rng.random() < self._app_weight)
+            app = app and (not system[1] or self._random() < self._app_weight)
         if app:
             method, args = self._pick_app(mode)
             method(*args)
         elif system[1]:
-            self._pick(system)()
+            # rng.choices(actions, weights)[0], inlined: the same single random() draw and the
+            # same cumulative sums and bisection as CPython's Random.choices, so the streams
+            # are the ones seeds always gave, without its per-call overhead.
+            cum = list(accumulate(system[0]))
+            system[1][bisect(cum, self._random() * (cum[-1] + 0.0), 0, len(cum) - 1)]()
         elif self.net:
             self.now = min(e.ready_at for e in self.net)  # idle: jump to the next delivery
             return True
@@ -699,13 +706,6 @@ class Simulator:
                 system[0].append(weight)
                 system[1].append(action)
         return system
-
-    def _pick(self, opts: tuple[list[float], list[T]]) -> T:
-        """``rng.choices(actions, weights)[0]``, inlined: the same single ``random()`` draw
-        and the same cumulative sums and bisection (CPython's ``Random.choices``), so the
-        streams are the ones seeds always gave, without its per-call overhead."""
-        cum = list(accumulate(opts[0]))
-        return opts[1][bisect(cum, self.rng.random() * (cum[-1] + 0.0), 0, len(cum) - 1)]
 
     def settle(self, max_steps: int) -> None:
         """Up to ``max_steps`` random system steps (deliveries, retries, timeouts, destructors)."""
