@@ -93,7 +93,8 @@ def test_trace_validation_block_measures_long_batch_and_singles_side_by_side() -
     assert bfs.runs == 1  # breadth-first search alone, no simulation pass
     assert literal.label == "batch, TLA+ data module (no Java reader)"
     assert bfs.events == literal.events == figures.batch.events
-    assert bfs.accepted and literal.accepted
+    assert bfs.accepted
+    assert literal.accepted
     block = tv_block(figures)
     assert "batch, breadth-first search only" in block
     assert block.startswith(TV_START)
