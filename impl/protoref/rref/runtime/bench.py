@@ -83,13 +83,14 @@ def run_ours(rounds: int, warmup: int) -> BenchResult:
     child = _child("ours-worker", port)
     try:
         opts = rpc.RpcOptions(secret=os.environ[SECRET_ENV].encode(), master_port=port)
-        rpc.init_rpc("w0", 0, 2, options=opts)
+        agent = rpc.init_rpc("w0", 0, 2, options=opts)
+        loop = type(agent.loop).__module__.split(".")[0]  # asyncio or uvloop (RpcOptions)
         seconds = _loop(lambda i: rpc.remote("w1", add, (i, 1)), warmup, rounds)
         report = rpc.shutdown()
     finally:
         _finish(child)
     note = "" if report.leak_free else f"shutdown reported {report.leaks} {report.problems}"
-    return BenchResult("protoref runtime (asyncio TCP, JSON+HMAC frames)", rounds, seconds, note)
+    return BenchResult(f"protoref runtime ({loop} TCP, JSON+HMAC frames)", rounds, seconds, note)
 
 
 def _torch_init(rank: int, port: int) -> Any:
@@ -186,8 +187,9 @@ def table(results: Sequence[BenchResult]) -> str:
             "",
             f"torch / ours per repetition: {each}; median **{ratio:.2f}x** ({verdict} the 2x "
             "goal). On a machine shared with other jobs the ratio moves with the load: every "
-            "round trip of ours crosses Python threads (application, event loop, UDF pool) that "
-            "wait for a core and for the GIL, where TensorPipe's are C++ threads.",
+            "round trip of ours runs on Python threads (the caller's application and event-loop "
+            "threads, the owner's event-loop and UDF threads) that wait for a core and for the "
+            "GIL, where TensorPipe's are C++ threads.",
         ]
     lines.append(END)
     return "\n".join(lines)
