@@ -18,6 +18,7 @@ import enum
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Final
 
 from protoref.errors import ProtorefError
@@ -113,6 +114,28 @@ def _step_with(fault: AnyFault) -> Transition:
     return step
 
 
+def _machine_with(step: Transition) -> SimpleNamespace:
+    """The core as the simulator calls it (``simulator.machine``), with every transition it
+    calls directly routed through ``step`` as the input record it stands for, so a fault sees
+    application, timer, destructor and shutdown steps as it sees deliveries."""
+    return SimpleNamespace(
+        create_local_rref=lambda ctx: step(ctx, ev.CreateLocalRRef.of()),
+        remote=lambda ctx, dst: step(ctx, ev.Remote.of(dst)),
+        prepare_child_fork=lambda ctx, dst, r, parent: step(
+            ctx, ev.PrepareChildFork.of(dst, r, parent)
+        ),
+        to_here=lambda ctx, f: step(ctx, ev.ToHere.of(f)),
+        drop_rref=lambda ctx, f: step(ctx, ev.DropRRef.of(f)),
+        drop_owner_rref=lambda ctx, r: step(ctx, ev.DropOwnerRRef.of(r)),
+        time_out_remote=lambda ctx, r, f: step(ctx, ev.TimeOutRemote.of(r, f)),
+        del_user=lambda ctx, f: step(ctx, ev.DelUser.of(f)),
+        del_all_users_and_unforked_owners=lambda ctx: step(ctx, ev.DelAllUsersAndUnforkedOwners()),
+        destroy_instance=lambda ctx, active, swept: step(
+            ctx, ev.DestroyInstance(active_calls=active, peers_swept=swept)
+        ),
+    )
+
+
 def _referenced_without(fault: Fault) -> Callable[[RRefContext, GloballyUniqueId], bool]:
     """RRefContext.referenced with one strong holder forgotten."""
 
@@ -135,8 +158,10 @@ def _destructible_by_referenced(self: RRefContext) -> list[GloballyUniqueId]:
     return [f for f in self.users if f not in self.deleted and not self.referenced(f)]
 
 
-#: The name under which the simulator calls the core (``from ... import step as core_step``).
+#: The names under which the simulator calls the core: ``step`` for deliveries and the
+#: barrier (``from ... import step as core_step``), the module for every other transition.
 _HOOK: Final = "core_step"
+_MACHINE: Final = "machine"
 _REFCOUNT: Final = frozenset({Fault.DELETE_BEFORE_ACK, Fault.PARENT_BEFORE_CHILD})
 
 
@@ -145,9 +170,12 @@ def inject(fault: AnyFault) -> Iterator[None]:
     """Run the simulator with ``fault`` planted inside the ``with`` block (not thread-safe)."""
     # setattr/getattr: the simulator's module global and a method are replaced on purpose.
     saved_step: Transition = getattr(sim_module, _HOOK)
+    saved_machine: object = getattr(sim_module, _MACHINE)
+    broken = _step_with(fault)
     saved_referenced = RRefContext.referenced
     saved_destructible = RRefContext.destructible
-    setattr(sim_module, _HOOK, _step_with(fault))
+    setattr(sim_module, _HOOK, broken)
+    setattr(sim_module, _MACHINE, _machine_with(broken))
     if fault in _REFCOUNT:
         setattr(RRefContext, "referenced", _referenced_without(fault))  # noqa: B010
         # destructible computes referenced() with set differences: make it ask the patched one.
@@ -156,6 +184,7 @@ def inject(fault: AnyFault) -> Iterator[None]:
         yield
     finally:
         setattr(sim_module, _HOOK, saved_step)
+        setattr(sim_module, _MACHINE, saved_machine)
         setattr(RRefContext, "referenced", saved_referenced)  # noqa: B010
         setattr(RRefContext, "destructible", saved_destructible)  # noqa: B010
 

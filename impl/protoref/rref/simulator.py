@@ -31,7 +31,8 @@ from pydantic import JsonValue
 from protoref.errors import LeakError
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref import events as ev
-from protoref.rref import invariants
+from protoref.rref import invariants, machine
+from protoref.rref.machine import Step
 from protoref.rref.machine import step as core_step
 from protoref.rref.state import Leak, Pair, RRefContext
 from protoref.rref.trace import (
@@ -211,14 +212,18 @@ class Simulator:
     def _apply(
         self,
         w: WorkerId,
-        inp: ev.RRefInput,
+        transition: Callable[..., Step],
+        args: tuple[Any, ...],
         stamp: int | None = None,
         delivered: ev.Message | None = None,
     ) -> RRefContext:
-        """One core step on ``w``: new state, sends, history, one trace event, checks.
-        ``delivered`` is the message taken from the network (then ``inp`` itself)."""
+        """One core step on ``w``, ``transition(context, *args)``: new state, sends, history,
+        one trace event, checks. ``transition`` is :func:`machine.step` for a delivered message
+        (``delivered``, then ``args`` is ``(delivered,)``), and the action's own transition for
+        an application, timer or destructor step: what ``machine.step`` would dispatch the
+        input to, called without building the input record."""
         before = self.contexts[w]
-        state, sent, action, leaks = core_step(before, inp)
+        state, sent, action, leaks = transition(before, *args)
         self.contexts[w] = state
         # NodeClock.local() / receive(stamp), inlined (once per event).
         clock = self.clocks[w]
@@ -292,7 +297,7 @@ class Simulator:
         net[index] = net[-1]
         net.pop()
         m = env.msg
-        self._apply(m.dst, m, env.stamp, m)
+        self._apply(m.dst, core_step, (m,), env.stamp, m)
 
     def retry_send(self, index: int) -> None:
         """RRef.tla ``RetrySend(m)``: sendWithRetries re-sends a control message whose first
@@ -390,11 +395,11 @@ class Simulator:
 
     def del_user(self, w: WorkerId, f: Gid) -> None:
         """The UserRRef's refcount reached zero: its destructor runs (G1)."""
-        self._apply(w, ev.DelUser.of(f))
+        self._apply(w, machine.del_user, (f,))
 
     def time_out_remote(self, w: WorkerId, r: Gid, f: Gid) -> None:
         self.deadlines.pop((w, r, f), None)
-        self._apply(w, ev.TimeOutRemote.of(r, f))
+        self._apply(w, machine.time_out_remote, (r, f))
 
     # ------------------------------------------------------------------ graceful shutdown
 
@@ -413,20 +418,22 @@ class Simulator:
 
     def del_all_users_and_unforked_owners(self, w: WorkerId) -> None:
         """RRef.tla ``DelAllUsersAndUnforkedOwners(w)``: the worker's shutdown sweep."""
-        self._apply(w, ev.DelAllUsersAndUnforkedOwners())
+        self._apply(w, machine.del_all_users_and_unforked_owners, ())
 
     def destroy_instance(self, w: WorkerId) -> None:
         """RRef.tla ``DestroyInstance(w)``: agent.join, then destroyInstance."""
         active = sum(1 for e in self.net if w in (e.msg.src, e.msg.dst))
         swept = all(ctx.phase != "running" for ctx in self.contexts.values())
-        self._apply(w, ev.DestroyInstance(active_calls=active, peers_swept=swept))
+        self._apply(w, machine.destroy_instance, (active, swept))
 
     def _shutdown_options(self) -> list[tuple[float, Callable[[], object]]]:
         """The shutdown steps whose spec guards hold (the core re-checks every one)."""
         contexts = self.contexts
         if not self._stopping:
-            if any(e.msg.type in ev.USER_CALL_TYPES for e in self.net):
-                return []
+            user_calls = ev.USER_CALL_TYPES
+            for e in self.net:  # a plain loop: no generator per step
+                if e.msg.type in user_calls:
+                    return []
             return [(1.0, self.wait_all_workers)]
         opts: list[tuple[float, Callable[[], object]]] = []
         swept = True
@@ -453,9 +460,12 @@ class Simulator:
         The application stops issuing calls but may still drop references; the scheduler
         interleaves deliveries, retries, destructors and the shutdown steps.
         """
-        contexts = self.contexts
+        contexts = self.contexts.values()
         for _ in range(MAX_DRAIN_STEPS):
-            if all(ctx.phase == "destroyed" for ctx in contexts.values()):
+            for ctx in contexts:  # all destroyed? (a plain loop: no generator per step)
+                if ctx.phase != "destroyed":
+                    break
+            else:
                 return
             # Until then, the barrier's and the sweeps' steps are offered with the others.
             if not self.step("shutdown"):
@@ -467,31 +477,31 @@ class Simulator:
 
     def create_local_rref(self, w: WorkerId) -> Gid:
         r = self.contexts[w].new_id()
-        self._apply(w, ev.CreateLocalRRef.of())
+        self._apply(w, machine.create_local_rref, ())
         return r
 
     def remote(self, w: WorkerId, dst: WorkerId) -> tuple[Gid, Gid]:
         """rpc.remote: returns (RRefId, ForkId of the caller's UserRRef; = RRefId for self)."""
         ctx = self.contexts[w]
         r, f = ctx.new_id(), (ctx.new_id(1) if dst != w else ctx.new_id())
-        self._apply(w, ev.Remote.of(dst))
+        self._apply(w, machine.remote, (dst,))
         self.deadlines[(w, r, f)] = self.now + self.config.rpc_timeout
         return r, f
 
     def share(self, w: WorkerId, dst: WorkerId, r: Gid, parent: Gid) -> Gid:
         """Pass RRef ``r`` (held as ``parent``) to ``dst`` in a user RPC; returns the child fork."""
         c = self.contexts[w].new_id()
-        self._apply(w, ev.PrepareChildFork.of(dst, r, parent))
+        self._apply(w, machine.prepare_child_fork, (dst, r, parent))
         return c
 
     def to_here(self, w: WorkerId, f: Gid) -> None:
-        self._apply(w, ev.ToHere.of(f))
+        self._apply(w, machine.to_here, (f,))
 
     def drop(self, w: WorkerId, f: Gid) -> None:
-        self._apply(w, ev.DropRRef.of(f))
+        self._apply(w, machine.drop_rref, (f,))
 
     def drop_owner(self, w: WorkerId, r: Gid) -> None:
-        self._apply(w, ev.DropOwnerRRef.of(r))
+        self._apply(w, machine.drop_owner_rref, (r,))
 
     def _remote_any(self, w: WorkerId, targets: Sequence[WorkerId]) -> None:
         self.remote(w, self.rng.choice(targets))
@@ -534,11 +544,14 @@ class Simulator:
         is compared with the same values, so the same option is picked; only the picked
         worker's options are listed."""
         workload = mode == "workload"
-        totals = [(w, ctx, self._app_total(ctx, workload)) for w, ctx in self.contexts.items()]
+        app_total = self._app_total
+        totals = []
         total = 0.0
-        for _w, _ctx, worker_total in totals:
+        for w, ctx in self.contexts.items():
+            worker_total = app_total(ctx, workload)
+            totals.append((w, ctx, worker_total))
             total += worker_total
-        x = self.rng.random() * (total + 0.0)
+        x = self._random() * (total + 0.0)
         offset = 0.0
         last = None
         for w, ctx, worker_total in totals:
