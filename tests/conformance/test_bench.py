@@ -88,15 +88,18 @@ def test_trace_validation_block_measures_long_batch_and_singles_side_by_side() -
     assert (figures.batch.runs, figures.singles.runs) == (1, 2)
     assert figures.batch.events == figures.singles.events
     assert all(r.accepted for r in [*figures.long, figures.batch, figures.singles])
-    bfs, literal = figures.variants
+    (bfs, batch), (literal, with_reader) = figures.variants
+    assert batch is figures.batch
     assert bfs.label == "batch, breadth-first search only"
     assert bfs.runs == 1  # breadth-first search alone, no simulation pass
-    assert literal.label == "batch, TLA+ data module (no Java reader)"
-    assert bfs.events == literal.events == figures.batch.events
+    assert literal.label == "first 2, TLA+ data module (no Java reader)"
+    assert with_reader.label == "first 2, Java reader"
+    assert bfs.events == literal.events == with_reader.events == figures.batch.events
     assert bfs.accepted
     assert literal.accepted
     block = tv_block(figures)
     assert "batch, breadth-first search only" in block
+    assert "| first 2, Java reader | 2 |" in block
     assert block.startswith(TV_START)
     assert block.endswith(TV_END)
     assert "| batch | 2 |" in block
