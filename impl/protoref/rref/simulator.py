@@ -154,6 +154,8 @@ class Simulator:
             WorkerId, tuple[RRefContext | None, tuple[object, ...], Options]
         ] = {w: (None, (), ([], [])) for w in self.workers}
         self._del_user_at: dict[tuple[WorkerId, Gid], Callable[[], object]] = {}
+        # Per worker: (context, workload, the total of its application weights) (_pick_app).
+        self._app_totals: dict[WorkerId, tuple[RRefContext, bool, float]] = {}
         # A JSON-lines sink takes lines rendered straight from the context (EventEncoder: the
         # same bytes as its generic path, without building the event models).
         self._encoder = EventEncoder()
@@ -507,7 +509,8 @@ class Simulator:
         self.remote(w, self.rng.choice(targets))
 
     def _share_any(self, w: WorkerId, others: Sequence[WorkerId], r: Gid, parent: Gid) -> None:
-        self.share(w, self.rng.choice(others), r, parent)
+        # share() without drawing the child's id it returns (nobody here reads it).
+        self._apply(w, machine.prepare_child_fork, (self.rng.choice(others), r, parent))
 
     def _app_enabled(self, mode: Mode) -> bool:
         """Whether :meth:`_app_options` would offer anything (without building the options: the
@@ -544,11 +547,17 @@ class Simulator:
         is compared with the same values, so the same option is picked; only the picked
         worker's options are listed."""
         workload = mode == "workload"
-        app_total = self._app_total
+        cache = self._app_totals
         totals = []
         total = 0.0
         for w, ctx in self.contexts.items():
-            worker_total = app_total(ctx, workload)
+            # A step changes one worker's context: the others' totals are reused.
+            cached = cache.get(w)
+            if cached is not None and cached[0] is ctx and cached[1] is workload:
+                worker_total = cached[2]
+            else:
+                worker_total = self._app_total(ctx, workload)
+                cache[w] = (ctx, workload, worker_total)
             totals.append((w, ctx, worker_total))
             total += worker_total
         x = self._random() * (total + 0.0)
