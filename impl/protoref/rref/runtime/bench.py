@@ -5,7 +5,9 @@ and one after the other (never at the same time: they would share the cores), ou
 (tracing off) and ``torch.distributed.rpc`` with its TensorPipe backend when torch is installed.
 Each side: worker ``w1`` in a child process, ``w0`` here calls ``rref = remote(w1, add, (i, 1))``,
 ``rref.to_here()``, drops the RRef (so deletes flow as in real use), ``--rounds`` times after a
-warm-up; the figure is rounds over the wall time of the timed loop. ``--repeat`` pairs are
+warm-up; the figure is rounds over the wall time of the timed loop, with the CPU time the
+calling process (all its threads) spent in it per round trip, which a loaded machine distorts
+less than the wall time. ``--repeat`` pairs are
 measured alternately and the median ratio is reported. The block between this module's markers
 in ``--out`` is replaced.
 """
@@ -45,6 +47,7 @@ class BenchResult:
     rounds: int
     seconds: float | None  # None: not measured (``note`` says why)
     note: str = ""
+    cpu: float | None = None  # CPU seconds of the calling process over the timed loop
 
     @property
     def rate(self) -> float | None:
@@ -65,13 +68,14 @@ def _finish(child: subprocess.Popen[str]) -> None:
             child.wait()
 
 
-def _loop(remote: Any, warmup: int, rounds: int) -> float:
+def _loop(remote: Any, warmup: int, rounds: int) -> tuple[float, float]:
+    """Wall and CPU seconds (this process, every thread) of ``rounds`` timed round trips."""
     for i in range(warmup):
         assert remote(i).to_here() == i + 1
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(rounds):
         assert remote(i).to_here() == i + 1
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def run_ours(rounds: int, warmup: int) -> BenchResult:
@@ -85,12 +89,13 @@ def run_ours(rounds: int, warmup: int) -> BenchResult:
         opts = rpc.RpcOptions(secret=os.environ[SECRET_ENV].encode(), master_port=port)
         agent = rpc.init_rpc("w0", 0, 2, options=opts)
         loop = type(agent.loop).__module__.split(".")[0]  # asyncio or uvloop (RpcOptions)
-        seconds = _loop(lambda i: rpc.remote("w1", add, (i, 1)), warmup, rounds)
+        seconds, cpu = _loop(lambda i: rpc.remote("w1", add, (i, 1)), warmup, rounds)
         report = rpc.shutdown()
     finally:
         _finish(child)
     note = "" if report.leak_free else f"shutdown reported {report.leaks} {report.problems}"
-    return BenchResult(f"protoref runtime ({loop} TCP, JSON+HMAC frames)", rounds, seconds, note)
+    name = f"protoref runtime ({loop} TCP, JSON+HMAC frames)"
+    return BenchResult(name, rounds, seconds, note, cpu)
 
 
 def _torch_init(rank: int, port: int) -> Any:
@@ -134,15 +139,16 @@ def run_torch(rounds: int, warmup: int, limit: float = 300.0) -> BenchResult:
         return BenchResult(
             name, rounds, None, f"not measured: torch driver exit {driver.returncode}"
         )
-    return BenchResult(name, rounds, float(json.loads(out.strip().splitlines()[-1])["seconds"]))
+    measured = json.loads(out.strip().splitlines()[-1])
+    return BenchResult(name, rounds, float(measured["seconds"]), cpu=float(measured["cpu"]))
 
 
 def _worker(role: str, port: int, rounds: int, warmup: int) -> int:
     if role == "torch-driver":
         trpc = _torch_init(0, port)
-        seconds = _loop(lambda i: trpc.remote("w1", operator.add, (i, 1)), warmup, rounds)
+        seconds, cpu = _loop(lambda i: trpc.remote("w1", operator.add, (i, 1)), warmup, rounds)
         trpc.shutdown()
-        print(json.dumps({"seconds": seconds}), flush=True)
+        print(json.dumps({"seconds": seconds, "cpu": cpu}), flush=True)
     elif role == "ours-worker":
         from protoref import rpc  # noqa: PLC0415
 
@@ -164,15 +170,18 @@ def table(results: Sequence[BenchResult]) -> str:
         "add, (i, 1)).to_here()` round trips between 2 processes on loopback, the RRef dropped "
         "after each (deletes flow), one implementation after the other in the same run.",
         "",
-        "| implementation | rounds | seconds | round trips/s |",
-        "|---|---:|---:|---:|",
+        "| implementation | rounds | seconds | round trips/s | caller CPU ms / round trip |",
+        "|---|---:|---:|---:|---:|",
     ]
     for r in results:
         if r.seconds is None:
-            lines.append(f"| {r.name} | - | - | {r.note} |")
+            lines.append(f"| {r.name} | - | - | {r.note} | - |")
         else:
             note = f" ({r.note})" if r.note else ""
-            lines.append(f"| {r.name}{note} | {r.rounds} | {r.seconds:.2f} | {r.rate:,.0f} |")
+            per_rt = "-" if r.cpu is None else f"{1000 * r.cpu / r.rounds:.2f}"
+            lines.append(
+                f"| {r.name}{note} | {r.rounds} | {r.seconds:.2f} | {r.rate:,.0f} | {per_rt} |"
+            )
     # Results come in (ours, torch) pairs, one pair per repetition.
     ratios = [
         t.rate / o.rate

@@ -33,7 +33,9 @@ __all__ = ["Link", "Transport", "TransportHandler", "corked"]
 log = logging.getLogger("protoref.rref.runtime")
 _BROKEN = (asyncio.IncompleteReadError, ConnectionError, OSError, EOFError)
 #: How long acks of control messages gather before they leave in one frame (see Link.ack).
-ACK_DELAY_SECONDS = 0.002
+#: Each ack frame wakes both loops (the acker's timer, the peer's read); nothing waits for an
+#: ack but the sender's bookkeeping and the shutdown drain, so acks may gather for a while.
+ACK_DELAY_SECONDS = 0.02
 
 
 class TransportHandler(Protocol):
