@@ -134,7 +134,7 @@ def prepare_child_fork(ctx: RRefContext, dst: WorkerId, r: Gid, parent: Gid) -> 
         )
     args = tr.PrepareChildForkArgs.of(w=me, dst=dst, r=r, parent=parent)
     if parent == r:
-        if r not in ctx.owner_held | ctx.owners:
+        if r not in ctx.owner_held and r not in ctx.owners:
             raise _fail(ctx, name, f"this worker holds no OwnerRRef {r}")
         new = ctx.evolve(
             next_id=ctx.next_id + 1, forks=ctx.forks | {(r, c)}, owners=ctx.owners | {r}
@@ -146,7 +146,7 @@ def prepare_child_fork(ctx: RRefContext, dst: WorkerId, r: Gid, parent: Gid) -> 
         raise _fail(ctx, name, f"UserRRef {parent} is a fork of {u.rref}, not of {r}")
     if parent not in ctx.held:
         raise _fail(ctx, name, f"UserRRef {parent} is not held by the application")
-    if parent in ctx.timed_out | ctx.deleted:
+    if parent in ctx.timed_out or parent in ctx.deleted:
         raise _fail(ctx, name, f"UserRRef {parent} timed out or was deleted: fork() raises")
     new = ctx.evolve(next_id=ctx.next_id + 1, pending_children=ctx.pending_children | {(c, parent)})
     call = ev.PythonCall.make(src=me, dst=dst, rref=r, owner=u.owner, fork=c, parent=parent)
@@ -160,7 +160,7 @@ def to_here(ctx: RRefContext, f: Gid) -> Step:
     u = _user(ctx, "ToHere", f)
     if f not in ctx.held:
         raise _fail(ctx, "ToHere", f"UserRRef {f} is not held by the application")
-    if f in ctx.fetched | ctx.timed_out | ctx.deleted:
+    if f in ctx.fetched or f in ctx.timed_out or f in ctx.deleted:
         raise _fail(ctx, "ToHere", f"UserRRef {f} already fetched, timed out or deleted")
     new = ctx.evolve(fetching=ctx.fetching | {f}, fetched=ctx.fetched | {f})
     call = ev.RRefFetchCall.make(src=ctx.me, dst=u.owner, rref=u.rref, owner=u.owner, fork=f)

@@ -135,8 +135,9 @@ class RRefContext:
         """The UserRRefs whose destructor may run (``DelUser`` enabled), in ``users`` order:
         not deleted and not :meth:`referenced`. Set differences in C, not a call of
         :meth:`referenced` per UserRRef: the scheduler asks after most steps."""
-        candidates = self.users.keys() - self.deleted - self.held
+        candidates = self.users.keys() - self.deleted  # one new set, then in place
         if candidates:
+            candidates -= self.held
             candidates -= self.pending_users
             candidates -= self.fetching
             if candidates and self.pending_children:
