@@ -229,7 +229,7 @@ SIM_SEED = 1
 
 
 def _simulation_pass(
-    rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None
+    rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None, hidden: int = 0
 ) -> set[int]:
     """The numbers (1-based) of the traces that TLC's random simulation consumed."""
     if rendered.sim_module is None or rendered.sim_cfg is None:
@@ -239,8 +239,9 @@ def _simulation_pass(
         update={
             "simulate": True,
             "traces": 1,
-            # every event is a step, and one reset step between two traces
-            "depth": sum(rendered.lengths) + len(rendered.lengths) + 1,
+            # every event is a step (after up to ``hidden`` hidden ones), and one reset step
+            # between two traces
+            "depth": (sum(rendered.lengths) + len(rendered.lengths)) * (1 + hidden) + 1,
             "seed": SIM_SEED,
         }
     )
@@ -300,7 +301,8 @@ class _GroupRun:
     def check(self, indices: Sequence[int], rendered: RenderedBatch) -> None:
         rest = list(indices)
         if self.variables:
-            done = _simulation_pass(rendered, self.library, self.options)
+            hidden = self.mapping.max_hidden if self.mapping.hidden_steps else 0
+            done = _simulation_pass(rendered, self.library, self.options, hidden)
             self.runs += 1
             for number in sorted(done):
                 i = rest[number - 1]
