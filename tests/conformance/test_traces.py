@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from support.ledger import GOOD, event, header
@@ -133,8 +133,26 @@ _JSON = st.recursive(
 )
 
 
+def _bool_and_int_in_one_set(value: object) -> bool:
+    """A set holding both booleans and integers: TLC refuses it (it cannot compare a boolean
+    with an integer), and Python's frozenset, which the general path builds, conflates False
+    with 0 and True with 1, so the two renderings differ there by design of neither."""
+    if isinstance(value, list):
+        return any(_bool_and_int_in_one_set(v) for v in value)
+    if isinstance(value, dict):
+        items = value.get("#set")
+        if isinstance(items, list):
+            bools = any(isinstance(v, bool) for v in items)
+            ints = any(isinstance(v, int) and not isinstance(v, bool) for v in items)
+            if bools and ints:
+                return True
+        return any(_bool_and_int_in_one_set(v) for v in value.values())
+    return False
+
+
 @given(_JSON)
 def test_the_fast_renderer_writes_what_the_general_one_writes(value: object) -> None:
+    assume(not _bool_and_int_in_one_set(value))
     assert tla_text(value) == format_value(from_json(value))
 
 
