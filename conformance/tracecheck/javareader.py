@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tracecheck.toolchain import Toolchain, toolchain
 
-__all__ = ["READER_ENV", "cache_root", "reader_classes"]
+__all__ = ["CACHE_ENV", "READER_ENV", "cache_root", "reader_classes"]
 
 #: Set to ``0`` to render traces as TLA+ constant modules even where the reader compiles.
 READER_ENV = "TRACECHECK_JAVA_READER"
@@ -73,6 +73,13 @@ def _compiled(root: Path) -> Path | None:
     target = root / f"reader-{key}"
     if (target / _CLASS).is_file():
         return target
+    try:
+        return _compile(javac, source, jar, root, target)
+    except OSError:  # an unwritable cache folder: the slower path still works
+        return None
+
+
+def _compile(javac: str, source: bytes, jar: Path, root: Path, target: Path) -> Path | None:
     root.mkdir(parents=True, exist_ok=True)
     # Compile into a private folder and rename it into place: concurrent first uses (pytest
     # workers, two shells) never see a half-written class.

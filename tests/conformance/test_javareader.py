@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, trace
-from tracecheck.javareader import READER_ENV, reader_classes
+from tracecheck.javareader import CACHE_ENV, READER_ENV, reader_classes
 from tracecheck.results import Verdict
 from tracecheck.tlavalue import ModelValue, Record, TLAFunction, format_value
 from tracecheck.tlc import TLCOptions, run_tlc
@@ -101,6 +101,17 @@ def test_without_the_reader_the_data_module_stub_fails_loudly() -> None:
     assert result.verdict is not Verdict.SUCCESS
     messages = " ".join(e.message for e in result.errors) + " ".join(result.printed)
     assert "needs tracecheck's Java reader" in messages
+
+
+def test_an_unusable_cache_folder_means_no_reader_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
+    assert reader_classes() is None
+    (verdict,) = validate_traces([trace(GOOD)], LEDGER, SPEC_ROOT, explain=False).verdicts
+    assert verdict.accepted
 
 
 def test_reader_and_data_module_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
