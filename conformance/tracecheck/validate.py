@@ -12,6 +12,11 @@ All traces that share their spec constants are checked together, in two passes a
    first event no spec step can explain is the one after the furthest cursor any behaviour
    reached.
 
+A large batch is cut into chunks of about :data:`CHUNK_EVENTS` events, each checked by its own
+TLC runs (the two passes above): the next chunk is rendered (Python) while TLC (Java) checks the
+previous ones, at most :data:`TLC_PROCESSES` at a time, so the two halves of the work overlap
+on the machine's cores instead of following each other.
+
 Each rejected trace is then re-run alone by :mod:`tracecheck.explain` to say why. A TLC failure
 on the generated modules (a parse error, a crash) is a :class:`CheckerError`, never a verdict.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 import importlib
 import re
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -51,14 +57,26 @@ from tracecheck.tracespec import (
 )
 
 __all__ = [
+    "CHUNK_EVENTS",
+    "TLC_PROCESSES",
     "CheckerError",
     "TraceVerdict",
     "ValidationReport",
+    "chunks",
     "run_rendered",
     "spec_library",
     "spec_variables",
     "validate_traces",
 ]
+
+
+#: A batch of more events than this is validated in chunks of about this many (see the module
+#: docstring). Each chunk costs a TLC start-up (about a second of CPU), so chunks stay large;
+#: smaller batches, every test's among them, are one chunk as before.
+CHUNK_EVENTS = 40_000
+#: TLC processes at a time: the machines this runs on have two cores, and one thread of Python
+#: renders the next chunk meanwhile.
+TLC_PROCESSES = 2
 
 
 class CheckerError(TracecheckError):
@@ -288,6 +306,14 @@ class _GroupRun:
         self.options, self.variables, self.reader = options, variables, reader
         self.verdicts: list[TraceVerdict | None] = [None] * len(traces)
         self.runs = self.simulated = self.distinct = 0
+        # chunks are checked in threads (TLC runs as another process); counts are shared
+        self._lock = threading.Lock()
+
+    def _count(self, runs: int = 0, simulated: int = 0, distinct: int = 0) -> None:
+        with self._lock:
+            self.runs += runs
+            self.simulated += simulated
+            self.distinct += distinct
 
     def render(self, indices: Sequence[int], *, simulation: bool = True) -> RenderedBatch:
         return render_batch(
@@ -303,11 +329,10 @@ class _GroupRun:
         if self.variables:
             hidden = self.mapping.max_hidden if self.mapping.hidden_steps else 0
             done = _simulation_pass(rendered, self.library, self.options, hidden)
-            self.runs += 1
+            self._count(runs=1, simulated=len(done))
             for number in sorted(done):
                 i = rest[number - 1]
                 self.verdicts[i] = _verdict(self.traces[i], len(self.traces[i].events) + 1)
-                self.simulated += 1
             if done:  # breadth-first search gets its own, smaller batch
                 rest = [i for n, i in enumerate(rest, start=1) if n not in done]
                 if not rest:
@@ -315,11 +340,34 @@ class _GroupRun:
                 rendered = self.render(rest, simulation=False)
         batch = [self.traces[i] for i in rest]
         result = run_rendered(rendered, self.library, self.options)
-        self.runs += 1
+        self._count(runs=1)
         _require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
-        self.distinct += result.stats.distinct or 0
+        self._count(distinct=result.stats.distinct or 0)
         for i, furthest in zip(rest, furthest_cursors(result, len(batch)), strict=True):
             self.verdicts[i] = _verdict(self.traces[i], furthest)
+
+
+def chunks(
+    indices: Sequence[int], traces: Sequence[Trace], size: int | None = None
+) -> list[list[int]]:
+    """``indices`` cut, in order, into runs of traces of about ``size`` (by default
+    :data:`CHUNK_EVENTS`) events each (the count rounded, so no chunk is much smaller than the
+    others); all of them when they hold fewer."""
+    size = size or CHUNK_EVENTS
+    lengths = [len(traces[i].events) for i in indices]
+    count = max(1, min(len(indices), round(sum(lengths) / size)))
+    if count == 1:
+        return [list(indices)]
+    target = sum(lengths) / count
+    out: list[list[int]] = [[]]
+    filled = 0
+    for i, length in zip(indices, lengths, strict=True):
+        # start a new chunk once this one reached its share of the events so far
+        if out[-1] and filled >= target * len(out) and len(out) < count:
+            out.append([])
+        out[-1].append(i)
+        filled += length
+    return out
 
 
 def validate_traces(
@@ -358,17 +406,24 @@ def validate_traces(
     # The implementation's schema is checked in a thread while TLC (another process) runs:
     # both take about as long per event, and the machine has two cores.
     schema: Future[None] | None = None
+    checks: list[Future[None]] = []
     with (
         paused_gc(),
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracecheck-schema") as pool,
+        ThreadPoolExecutor(max_workers=TLC_PROCESSES, thread_name_prefix="tracecheck-tlc") as tlc,
     ):
         try:
             for indices in groups.values():
-                rendered = run.render(indices)
-                if schema is None:
-                    schema = pool.submit(_check_schemas, traces, mapping)
-                run.check(indices, rendered)
+                for chunk in chunks(indices, traces):
+                    rendered = run.render(chunk)
+                    if schema is None:
+                        schema = pool.submit(_check_schemas, traces, mapping)
+                    checks.append(tlc.submit(run.check, chunk, rendered))
+            for check in checks:
+                check.result()
         except TracecheckError:
+            for check in checks:
+                check.cancel()
             # TLC could not run a batch: a trace that breaks the schema says better why
             if schema is not None:
                 schema.result()

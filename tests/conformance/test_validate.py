@@ -3,11 +3,15 @@ explain why, and batch many traces in one TLC run."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, trace
+from tracecheck import validate
 from tracecheck.traces import TraceFormatError
-from tracecheck.validate import validate_traces
+from tracecheck.validate import chunks, validate_traces
 
 
 def test_good_trace_is_accepted_with_coverage() -> None:
@@ -222,3 +226,31 @@ def test_plan_deltas_refuses_non_sets_and_tagged_elements() -> None:
     assert plan_deltas([mixed]).keys == {}
     one = [("n", [("s", {"#set": [k]})]) for k in range(5)]  # like `delivered`: no gain
     assert plan_deltas([one]).keys == {}
+
+
+def test_chunks_keep_order_cover_every_trace_and_balance_events() -> None:
+    lengths = [5, 1, 1, 3, 2, 2, 6, 1, 4]
+    # chunks reads nothing but each trace's events
+    traces: list[Any] = [SimpleNamespace(events=[None] * n) for n in lengths]
+    indices = list(range(len(traces)))
+    assert chunks(indices, traces, size=1000) == [indices]  # fewer events than one chunk
+    cut = chunks(indices, traces, size=8)
+    assert [i for chunk in cut for i in chunk] == indices
+    assert len(cut) == round(sum(lengths) / 8)
+    sizes = [sum(lengths[i] for i in chunk) for chunk in cut]
+    assert max(sizes) - min(sizes) <= max(lengths)
+    assert chunks([3, 7], traces, size=1) == [[3], [7]]  # never more chunks than traces
+
+
+def test_a_batch_cut_into_chunks_gets_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)], source="bad")
+    late_bad = trace([GOOD[0], GOOD[1], GOOD[1] | {"seq": 3}, GOOD[2]], source="late-bad")
+    traces = [trace(GOOD, source=f"good{i}") for i in range(4)] + [bad, late_bad]
+    whole = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
+    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)  # three chunks of two traces
+    cut = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
+    assert [v.accepted for v in cut.verdicts] == [True] * 4 + [False, False]
+    assert [v.rejection for v in cut.verdicts] == [v.rejection for v in whole.verdicts]
+    # each chunk: a simulation run, and breadth-first search for the one with a bad trace
+    # (the last chunk's walk stops at its first trace, so both of its traces go there)
+    assert (cut.tlc_runs, cut.simulated) == (4, 4)
