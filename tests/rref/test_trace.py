@@ -9,18 +9,29 @@ from pathlib import Path
 import pytest
 
 from protoref.ids import GloballyUniqueId as G
+from protoref.rref.events import UserDelete
 from protoref.rref.machine import ACTION_TABLE
 from protoref.rref.scenarios import SCENARIOS
 from protoref.rref.simulator import SimConfig, Simulator
-from protoref.rref.state import RRefContext
+from protoref.rref.state import RRefContext, UserRRef
 from protoref.rref.trace import (
     ACTION_ARGS,
     EVENT_ADAPTER,
     EVENT_MODELS,
     AssignOwnerRRefArgs,
+    DelForkOfOwnerArgs,
     EventEncoder,
+    RemoteArgs,
+    make_event,
 )
-from protoref.tracing import JsonlSink, MemorySink, TraceHeader, read_trace_file, sort_key
+from protoref.tracing import (
+    JsonlSink,
+    MemorySink,
+    TraceHeader,
+    encode_line,
+    read_trace_file,
+    sort_key,
+)
 from tracecheck.mapping import spec_actions
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "rref" / "RRef.tla"
@@ -167,3 +178,60 @@ def test_direct_encoder_needs_the_delivered_message() -> None:
     args = AssignOwnerRRefArgs.of("w1", G("w0", 1), G("w0", 2))
     with pytest.raises(ValueError, match="delivered"):
         EventEncoder().line(args, "w1", 1, 1, ctx)
+
+
+def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
+    # EventEncoder updates a node's last rendering of a set by the one element a step added or
+    # removed; every other change (several elements, a swap, an equal new set, emptied, a
+    # UserRRef record replaced under its ForkId) must still give the models' bytes.
+    def user(n: int, owner: str = "w0") -> UserRRef:
+        return UserRRef.of(G("w1", n), G("w0", n), owner, "w1", None)
+
+    ids = [G("w0", n) for n in (1, 2, 9, 10, 11, 100)]
+    sets = [
+        frozenset(),
+        frozenset(ids[:1]),
+        frozenset(ids[:2]),  # one added
+        frozenset(ids[:5]),  # three added
+        frozenset(ids[1:5]),  # one removed (the first)
+        frozenset(ids[1:4]) | {ids[5]},  # a swap: same size
+        frozenset(ids[1:4]) | {ids[5]},  # an equal new set
+        frozenset(ids[1:3]) | {ids[5]},  # one removed (in the middle)
+        frozenset({ids[5], ids[0]}),  # two removed, one added
+        frozenset(),
+        frozenset(ids),
+    ]
+    # The same record objects from step to step, as contexts share them; u1b and u10b replace
+    # u1 and u10 under the same ForkIds.
+    u1, u2, u3, u10, u1b, u10b = user(1), user(2), user(3), user(10), user(1, "w2"), user(10, "w2")
+    records = [
+        [],
+        [u1],
+        [u1, u10],  # one added
+        [u1b, u10, u2],  # one added while another is replaced
+        [u1b, u10, u2, u3],  # one added
+        [u1b, u10b, u2],  # one replaced, one removed
+        [u3],
+        [],
+        [u1, u2, u3],
+        [u1, u2, u3, u10],
+        [u1b, u2, u3, u10, user(11)],
+    ]
+    encoder = EventEncoder()
+    node = "w1"
+    for step, (ids_now, users_now) in enumerate(zip(sets, records, strict=True), start=1):
+        users = {u.fork: u for u in users_now}
+        ctx = RRefContext(
+            me=node,
+            next_id=step,
+            owners=ids_now,
+            forks=frozenset((r, r) for r in ids_now),
+            users=users,
+            held=frozenset(users),
+        )
+        for args in (RemoteArgs.of(node, "w0"), DelForkOfOwnerArgs.of(node, ids[0], ids[1])):
+            delivered = None
+            if isinstance(args, DelForkOfOwnerArgs):
+                delivered = UserDelete.make("w0", node, ids[0], node, ids[1])
+            want = encode_line(make_event(args, node, step, step, ctx, delivered=delivered))
+            assert encoder.line(args, node, step, step, ctx, delivered) == want, step

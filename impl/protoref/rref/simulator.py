@@ -241,7 +241,7 @@ class Simulator:
         # _record, inlined (once per event).
         self.counts[action.action] += 1
         if self._emit_line is not None:
-            self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered=delivered))
+            self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered))
         elif self._tracing:
             self.sink.emit(make_event(action, w, seq, lamport, state, delivered=delivered))
         if self._check:
@@ -284,7 +284,7 @@ class Simulator:
     ) -> None:
         self.counts[action.action] += 1
         if self._emit_line is not None:
-            self._emit_line(self._encoder.line(action, w, seq, lamport, ctx, delivered=delivered))
+            self._emit_line(self._encoder.line(action, w, seq, lamport, ctx, delivered))
         elif self.sink.enabled:
             self.sink.emit(make_event(action, w, seq, lamport, ctx, delivered=delivered))
         if self.config.check_invariants:
