@@ -73,8 +73,13 @@ def to_json(value: TLAValue) -> Any:
     raise TypeError(f"not a TLA+ value: {type(value).__name__}")
 
 
-def _on(users: frozenset[Any], node: str) -> list[Record]:
-    return [u for u in users if isinstance(u, Record) and _name(u["on"]) == node]
+def _on(users: Any, node: str) -> list[Record]:
+    """The UserRRef records on ``node`` of the spec's ``users`` (a function ForkId -> record)."""
+    if users == ():  # TLC prints the empty function as the empty tuple
+        return []
+    if not isinstance(users, TLAFunction):
+        raise SimTraceError(f"users is not a function of the ForkIds: {users!r}")
+    return [u for u in users.values() if isinstance(u, Record) and _name(u["on"]) == node]
 
 
 def _name(value: TLAValue) -> str:

@@ -50,7 +50,7 @@ UserLinks == {<<w2, w1>>, <<w2, w3>>, <<w3, w1>>}
 \* independent of each other in the protocol (no message, map entry or
 \* guard relates two RRefIds), so one RRef with a long fork chain covers
 \* more of the protocol than two short ones, at a fraction of the states.
-AllRRefs == {u.rref : u \in users} \cup UNION {ownerHeld[w] \cup owners[w] : w \in Workers}
+AllRRefs == {u.rref : u \in Users} \cup UNION {ownerHeld[w] \cup owners[w] : w \in Workers}
                                    \cup {m.rref : m \in net}
 OneRRef == Cardinality(AllRRefs) <= 1
 

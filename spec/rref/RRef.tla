@@ -54,7 +54,7 @@
 (*    is duplicated at most once, so every behaviour is finite; this keeps *)
 (*    the liveness properties checkable under one weak-fairness condition. *)
 (***************************************************************************)
-EXTENDS Integers, FiniteSets
+EXTENDS Integers, FiniteSets, TLC  \* TLC: :> and @@ extend the function users
 
 CONSTANTS
     Workers,      \* the RPC workers, each with one RRefContext
@@ -84,7 +84,9 @@ VARIABLES
     selfCalls,       \* [Workers -> SUBSET Id]: self-remote creation futures not yet completed
     tombstones,      \* [Workers -> SUBSET (Id \X Id)]: Reference only: forks whose
                      \* RREF_USER_DELETE the owner has processed
-    users,           \* set of [fork, rref, owner, on, parent]: every UserRRef created
+    users,           \* [ForkId -> [fork, rref, owner, on, parent]]: every UserRRef
+                     \* created, by its ForkId (a function, not a set of records, so
+                     \* that finding a UserRRef is a lookup, not a search)
     held,            \* SUBSET Id: UserRRefs (by ForkId) that application code holds
     fetching,        \* SUBSET Id: UserRRefs with a fetch (to_here) outstanding
     fetched,         \* SUBSET Id: UserRRefs that have called to_here (once each)
@@ -126,8 +128,10 @@ Msg(t, s, d, r, o, f, p) ==
 InFlight(t, d, r, f) ==
     {m \in net : m.type = t /\ m.dst = d /\ m.rref = r /\ m.fork = f}
 
-UserOn(w, f) == {u \in users : u.fork = f /\ u.on = w}
-UserOf(f) == CHOOSE u \in users : u.fork = f
+\* Every UserRRef created, as a set of records.
+Users == {users[f] : f \in DOMAIN users}
+UserOn(w, f) == IF f \in DOMAIN users /\ users[f].on = w THEN {users[f]} ELSE {}
+UserOf(f) == users[f]
 
 \* A UserRRef object is alive while something holds a strong reference:
 \* application code, pendingUsers_, a pendingChildren_ entry (G2), or a
@@ -177,7 +181,7 @@ Init ==
     /\ ownerHeld = [w \in Workers |-> {}]
     /\ selfCalls = [w \in Workers |-> {}]
     /\ tombstones = [w \in Workers |-> {}]
-    /\ users = {}
+    /\ users = <<>>
     /\ held = {}
     /\ fetching = {}
     /\ fetched = {}
@@ -220,8 +224,8 @@ Remote(w, dst) ==
           THEN LET f == <<w, nextId[w] + 1>>
                IN /\ nextId[w] + 1 <= MaxLocalId[w]
                   /\ nextId' = [nextId EXCEPT ![w] = @ + 2]
-                  /\ users' = users \cup {[fork |-> f, rref |-> r, owner |-> dst,
-                                           on |-> w, parent |-> NoId]}
+                  /\ users' = users @@ (f :> [fork |-> f, rref |-> r, owner |-> dst,
+                                               on |-> w, parent |-> NoId])
                   /\ held' = held \cup {f}
                   /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \cup {f}]
                   /\ net' = net \cup {Msg("PYTHON_REMOTE_CALL", w, dst, r, dst, f, NoId)}
@@ -504,8 +508,8 @@ GetOrCreateRRef(w, r, c) ==
                        {Msg("RREF_CHILD_ACCEPT", w, m.src, r, w, c, NoId)} \cup
                        (IF Reference THEN {} ELSE FetchReplies(w, r))
              /\ UNCHANGED <<users, held, pendingUsers, confirmedUsers>>
-        ELSE /\ users' = users \cup {[fork |-> c, rref |-> r, owner |-> m.owner,
-                                      on |-> w, parent |-> m.parent]}
+        ELSE /\ users' = users @@ (c :> [fork |-> c, rref |-> r, owner |-> m.owner,
+                                          on |-> w, parent |-> m.parent])
              /\ held' = held \cup {c}
              /\ IF m.src = m.owner
                   THEN /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {c}]
@@ -609,7 +613,7 @@ DelAllUsersAndUnforkedOwners(w) ==
     /\ pendingUsers[w] = {}
     /\ pendingChildren[w] = {}
     /\ Reference => \A f \in fetching : UserOn(w, f) = {}
-    /\ LET victims == {u \in users : u.on = w /\ u.fork \in confirmedUsers[w]
+    /\ LET victims == {u \in Users : u.on = w /\ u.fork \in confirmedUsers[w]
                                      /\ u.fork \notin deleted}
            unforked == {r \in owners[w] : ~\E e \in forks[w] : e[1] = r}
        IN /\ deleted' = deleted \cup {u.fork : u \in victims}
@@ -648,16 +652,16 @@ AppNext ==
     \/ \E w, d \in Workers : Remote(w, d)
     \/ \E w, d \in Workers : \E r \in ownerHeld[w] \cup owners[w] :
           PrepareChildFork(w, d, r, r)
-    \/ \E d \in Workers : \E u \in users : PrepareChildFork(u.on, d, u.rref, u.fork)
-    \/ \E u \in users : ToHere(u.on, u.fork)
-    \/ \E u \in users : DropRRef(u.on, u.fork)
+    \/ \E d \in Workers : \E u \in Users : PrepareChildFork(u.on, d, u.rref, u.fork)
+    \/ \E u \in Users : ToHere(u.on, u.fork)
+    \/ \E u \in Users : DropRRef(u.on, u.fork)
     \/ \E w \in Workers : \E r \in ownerHeld[w] : DropOwnerRRef(w, r)
 
 FaultNext ==
     \/ \E m \in net : RetrySend(m)
-    \/ \E u \in users : TimeOutRemote(u.on, u.rref, u.fork)
+    \/ \E u \in Users : TimeOutRemote(u.on, u.rref, u.fork)
     \/ \E w \in Workers : \E r \in selfCalls[w] : TimeOutRemote(w, r, r)
-    \/ \E u \in users : TimeOutToHere(u.on, u.fork)
+    \/ \E u \in Users : TimeOutToHere(u.on, u.fork)
 
 \* Message m is taken from the network by its handler.
 ReceiveNext ==
@@ -682,7 +686,7 @@ ShutdownNext ==
 \* a behaviour may stop only where no delivery and no destructor is enabled.
 SystemNext ==
     \/ ReceiveNext
-    \/ \E u \in users : DelUser(u.on, u.fork)
+    \/ \E u \in Users : DelUser(u.on, u.fork)
     \/ ShutdownNext
 
 Next == AppNext \/ FaultNext \/ SystemNext \/ WaitAllWorkers
@@ -709,7 +713,8 @@ TypeOK ==
     /\ ownerHeld \in [Workers -> SUBSET Id]
     /\ selfCalls \in [Workers -> SUBSET Id]
     /\ tombstones \in [Workers -> SUBSET Pairs]
-    /\ users \subseteq UserRec
+    /\ DOMAIN users \subseteq Id /\ users \in [DOMAIN users -> UserRec]
+    /\ \A f \in DOMAIN users : users[f].fork = f
     /\ held \subseteq Id /\ fetching \subseteq Id /\ fetched \subseteq Id
     /\ deleted \subseteq Id /\ timedOut \subseteq Id
     /\ net \subseteq MsgRec
@@ -718,10 +723,10 @@ TypeOK ==
     /\ removedForks \in [Workers -> SUBSET Pairs]
     /\ erasedOwners \in [Workers -> SUBSET Id]
 
-OwnerOf(r) == {u.owner : u \in {v \in users : v.rref = r}}
+OwnerOf(r) == {u.owner : u \in {v \in Users : v.rref = r}}
 
 \* A UserRRef that can still be used: alive and not deleted on the owner.
-LiveUsers(r) == {u \in users : u.rref = r /\ u.fork \notin deleted
+LiveUsers(r) == {u \in Users : u.rref = r /\ u.fork \notin deleted
                               /\ Referenced(u.on, u.fork)}
 
 \* Messages that need r's OwnerRRef (or its registration) to exist: those
@@ -753,7 +758,7 @@ ParentHeldInv ==
          m.type = "PYTHON_CALL" /\ m.parent # m.rref =>
             /\ <<m.fork, m.parent>> \in pendingChildren[m.src]
             /\ m.parent \notin deleted
-    /\ \A u \in users :
+    /\ \A u \in Users :
          (u.parent \notin {NoId, u.rref} /\ u.fork \in pendingUsers[u.on]) =>
             /\ <<u.fork, u.parent>> \in pendingChildren[u.fork[1]]
             /\ u.parent \notin deleted
@@ -786,9 +791,9 @@ DisjointMapsInv ==
 (* in use was drawn already, and no UserRRef shares its ForkId with another *)
 (* or with an RRefId.                                                        *)
 UniqueIdsInv ==
-    /\ \A u \in users : u.fork[2] < nextId[u.fork[1]] /\ u.rref[2] < nextId[u.rref[1]]
-    /\ \A u, v \in users : u.fork = v.fork => u = v
-    /\ \A u, v \in users : u.fork # v.rref
+    /\ \A u \in Users : u.fork[2] < nextId[u.fork[1]] /\ u.rref[2] < nextId[u.rref[1]]
+    /\ \A f \in DOMAIN users : users[f].fork = f  \* one UserRRef per ForkId
+    /\ \A u, v \in Users : u.fork # v.rref
 
 (* R7: a fork removed from forks_ never re-enters it.                       *)
 NoForkResurrectionInv ==
@@ -805,12 +810,12 @@ Depth(f, n) ==
          IF u.parent \in {NoId, u.rref} THEN 0
          ELSE LET d == Depth(u.parent, n - 1) IN IF d < 0 THEN -1 ELSE d + 1
 ForkTreeInv ==
-    \A u \in users :
+    \A u \in Users :
         /\ u.parent \notin {NoId, u.rref} =>
-              \E v \in users : v.fork = u.parent /\ v.rref = u.rref /\ v.on = u.fork[1]
+              \E v \in UserOn(u.fork[1], u.parent) : v.rref = u.rref
         /\ u.parent = NoId => u.fork[1] = u.on
         /\ u.parent = u.rref => u.fork[1] = u.owner
-        /\ Depth(u.fork, Cardinality(users)) >= 0
+        /\ Depth(u.fork, Cardinality(DOMAIN users)) >= 0
 
 (* R9: leak-free quiescence.  When nothing is in flight, no application     *)
 (* code holds an RRef and no destructor is pending, every context is empty  *)
@@ -819,7 +824,7 @@ Quiescent ==
     /\ net = {}
     /\ held = {}
     /\ \A w \in Workers : ownerHeld[w] = {}
-    /\ \A u \in users : u.fork \in deleted \/ Referenced(u.on, u.fork)
+    /\ \A u \in Users : u.fork \in deleted \/ Referenced(u.on, u.fork)
 LeakFreeQuiescenceInv ==
     Quiescent =>
         \A w \in Workers :
@@ -854,7 +859,7 @@ PendingChildrenClearedProp == <>[](\A w \in Workers : pendingChildren[w] = {})
 (* UserRRef or OwnerRRef, no RRef-carrying message in flight) is eventually  *)
 (* deleted, with its forks.                                                  *)
 Abandoned(r) ==
-    /\ ~\E u \in users : u.rref = r /\ u.fork \in held
+    /\ ~\E u \in Users : u.rref = r /\ u.fork \in held
     /\ \A w \in Workers : r \notin ownerHeld[w]
     /\ ~\E m \in net : m.type = "PYTHON_CALL" /\ m.rref = r
 OwnerDeletedProp ==

@@ -29,22 +29,22 @@ SimApp ==
     \/ \E w, d \in Workers : Remote(w, d) /\ Did("Remote", w, <<w, d>>)
     \/ \E w, d \in Workers : \E r \in ownerHeld[w] \cup owners[w] :
           PrepareChildFork(w, d, r, r) /\ Did("PrepareChildFork", w, <<w, d, r, r>>)
-    \/ \E d \in Workers : \E u \in users :
+    \/ \E d \in Workers : \E u \in Users :
           /\ PrepareChildFork(u.on, d, u.rref, u.fork)
           /\ Did("PrepareChildFork", u.on, <<u.on, d, u.rref, u.fork>>)
-    \/ \E u \in users : ToHere(u.on, u.fork) /\ Did("ToHere", u.on, <<u.on, u.fork>>)
-    \/ \E u \in users : DropRRef(u.on, u.fork) /\ Did("DropRRef", u.on, <<u.on, u.fork>>)
+    \/ \E u \in Users : ToHere(u.on, u.fork) /\ Did("ToHere", u.on, <<u.on, u.fork>>)
+    \/ \E u \in Users : DropRRef(u.on, u.fork) /\ Did("DropRRef", u.on, <<u.on, u.fork>>)
     \/ \E w \in Workers : \E r \in ownerHeld[w] :
           DropOwnerRRef(w, r) /\ Did("DropOwnerRRef", w, <<w, r>>)
 
 \* A retry is sendWithRetries on the sender: the implementation logs it there.
 SimFault ==
     \/ \E m \in net : RetrySend(m) /\ Did("RetrySend", m.src, <<m>>)
-    \/ \E u \in users : TimeOutRemote(u.on, u.rref, u.fork)
+    \/ \E u \in Users : TimeOutRemote(u.on, u.rref, u.fork)
                         /\ Did("TimeOutRemote", u.on, <<u.on, u.rref, u.fork>>)
     \/ \E w \in Workers : \E r \in selfCalls[w] :
           TimeOutRemote(w, r, r) /\ Did("TimeOutRemote", w, <<w, r, r>>)
-    \/ \E u \in users : TimeOutToHere(u.on, u.fork)
+    \/ \E u \in Users : TimeOutToHere(u.on, u.fork)
                         /\ Did("TimeOutToHere", u.on, <<u.on, u.fork>>)
 
 \* RRef's ReceiveNext, one disjunct per message type.
@@ -73,7 +73,7 @@ SimReceive ==
 
 SimSystem ==
     \/ SimReceive
-    \/ \E u \in users : DelUser(u.on, u.fork) /\ Did("DelUser", u.on, <<u.on, u.fork>>)
+    \/ \E u \in Users : DelUser(u.on, u.fork) /\ Did("DelUser", u.on, <<u.on, u.fork>>)
 
 \* The shutdown actions are left out: SimRRef models run with Shutdown = FALSE, where
 \* RRef's ShutdownNext and WaitAllWorkers are never enabled.
