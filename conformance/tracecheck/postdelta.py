@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-__all__ = ["Delta", "DeltaPlan", "element_text", "encode_compact", "plan_deltas"]
+__all__ = ["UNCHANGED", "Delta", "DeltaPlan", "element_text", "encode_compact", "plan_deltas"]
 
 #: Delta-encode an expression only when that shrinks its logged elements at least this much.
 WORTH = 0.75
@@ -40,21 +40,7 @@ def element_text(element: Any) -> bytes:
     return orjson.dumps(element, option=orjson.OPT_SORT_KEYS)
 
 
-def _elements(value: Any) -> dict[bytes, Any] | None:
-    """A logged ``{"#set": [...]}`` as canonical text -> element, or None if it is not a set
-    or has an element whose text is not its TLA+ identity (it carries an ITF tag)."""
-    if not isinstance(value, dict) or len(value) != 1 or not isinstance(value.get("#set"), list):
-        return None
-    items = value["#set"]
-    # one comprehension and C-level set operations below: every logged element of every
-    # event passes here, so the per-element Python work is kept to one orjson call
-    texts = [orjson.dumps(e, option=_SORTED) for e in items]
-    if b'"#' in b"".join(texts):
-        return None
-    return dict(zip(texts, items, strict=True))
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Delta:
     """A logged set as the elements removed from and added to the node's previous one
     (canonical JSON text -> JSON element)."""
@@ -64,31 +50,93 @@ class Delta:
 
 
 _NOTHING: dict[bytes, Any] = {}
+#: The delta of a set logged exactly as the node's previous one (a third of all logged sets
+#: in the RRef campaign traces): shared, and recognised by identity when rendering.
+UNCHANGED = Delta(_NOTHING, _NOTHING)
 
 
-def _walk(
-    events: Sequence[Shape], keys: Iterable[str] | None
-) -> Iterable[tuple[int, int, Any, Delta | None]]:
-    """Per post value, in order: (event, position, value, its delta when ``expr`` is in
-    ``keys`` (every expression when None) and the value is a tag-free set)."""
-    chosen = None if keys is None else set(keys)
-    last: dict[tuple[str, str], dict[bytes, Any]] = {}
-    for i, (node, posts) in enumerate(events):
-        for j, (expr, value) in enumerate(posts):
-            if chosen is not None and expr not in chosen:
-                yield i, j, value, None
+class _Logged(NamedTuple):
+    """The last set a node logged for an expression."""
+
+    whole: bytes  # its canonical JSON text (one orjson call over the list)
+    items: list[Any]  # its elements as logged, and their canonical texts
+    texts: list[bytes]
+    elements: dict[bytes, Any]  # canonical text -> element
+
+
+def _texts(items: list[Any], whole: bytes, seen: _Logged | None) -> list[bytes]:
+    """The canonical text of each element of a logged list whose canonical text is ``whole``.
+
+    A node's next set is mostly its last one with an element or two inserted or removed, so
+    the texts of the elements before and after the change are taken from ``seen`` (Python's
+    ``==`` finds them, a C comparison) and only the elements in between are encoded (an orjson
+    call per element was half the time of delta encoding). ``==`` also equates ``1``, ``1.0``
+    and ``True``, whose texts differ, so the result is checked against ``whole``: the
+    texts of complete JSON values that join into it are its elements' (a JSON value is read
+    unambiguously up to the next separator), and on a mismatch every element is encoded."""
+    dumps = orjson.dumps
+    if seen is None:
+        return [dumps(e, option=_SORTED) for e in items]
+    before = seen.items
+    n, m = len(items), len(before)
+    shortest = min(n, m)
+    head = 0
+    while head < shortest and items[head] == before[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and items[n - 1 - tail] == before[m - 1 - tail]:
+        tail += 1
+    texts = seen.texts[:head]
+    texts += [dumps(e, option=_SORTED) for e in items[head : n - tail]]
+    if tail:
+        texts += seen.texts[m - tail :]
+    if b"[" + b",".join(texts) + b"]" == whole:
+        return texts
+    return [dumps(e, option=_SORTED) for e in items]
+
+
+def _changes(events: Sequence[Shape]) -> list[list[Delta | None]]:
+    """Per event, per post value: its delta from the value the same node logged for the same
+    expression last time, or None when the value is not a tag-free set.
+
+    A set logged as last time (the same canonical JSON text) is :data:`UNCHANGED` without a
+    text per element: one orjson call over the list instead of one per element. Its elements
+    may differ from the last ones in the order of their keys, which no text depends on: a
+    removed element's TLA+ text was memoised when it was added (:mod:`tracecheck.tracespec`)."""
+    last: dict[tuple[str, str], _Logged] = {}
+    dumps, get = orjson.dumps, last.get
+    out: list[list[Delta | None]] = []
+    for node, posts in events:
+        row: list[Delta | None] = []
+        for expr, value in posts:
+            if not isinstance(value, dict) or len(value) != 1:
+                row.append(None)
                 continue
-            now = _elements(value)
-            if now is None:
-                yield i, j, value, None
+            items = value.get("#set")
+            if not isinstance(items, list):
+                row.append(None)
                 continue
-            before = last.get((expr, node), _NOTHING)
-            last[(expr, node)] = now
+            whole = dumps(items, option=_SORTED)
+            seen = get((expr, node))
+            if seen is not None and seen.whole == whole:
+                row.append(UNCHANGED)
+                continue
+            # the texts joined with commas are ``whole`` less its brackets: the tag test of
+            # the texts one by one, made once
+            if b'"#' in whole:
+                row.append(None)
+                continue
+            texts = _texts(items, whole, seen)
+            now = dict(zip(texts, items, strict=True))
+            last[(expr, node)] = _Logged(whole, items, texts, now)
+            before = _NOTHING if seen is None else seen.elements
             gone = before.keys() - now.keys()
             new = now.keys() - before.keys()
             removed = {t: before[t] for t in gone} if gone else _NOTHING
             added = {t: now[t] for t in new} if new else _NOTHING
-            yield i, j, value, Delta(removed, added)
+            row.append(Delta(removed, added))
+        out.append(row)
+    return out
 
 
 @dataclass(frozen=True)
@@ -99,13 +147,22 @@ class DeltaPlan:
 
     def encode(self, traces: Sequence[Sequence[Shape]]) -> list[list[list[Any]]]:
         """Per trace, per event, the post values, delta-encoded ones replaced by a Delta."""
-        out: list[list[list[Any]]] = []
-        for events in traces:
-            rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
-            for i, j, value, delta in _walk(events, self.keys):
-                rows[i][j] = value if delta is None else delta
-            out.append(rows)
-        return out
+        if not self.keys:
+            return [[[value for _, value in posts] for _, posts in events] for events in traces]
+        return [_choose(events, _changes(events), self.keys) for events in traces]
+
+
+def _choose(
+    events: Sequence[Shape], changes: Sequence[Sequence[Delta | None]], keys: dict[str, int]
+) -> list[list[Any]]:
+    """The post values of each event, those of the ``keys`` expressions as their Delta."""
+    return [
+        [
+            value if change is None or expr not in keys else change
+            for (expr, value), change in zip(posts, row, strict=True)
+        ]
+        for (_, posts), row in zip(events, changes, strict=True)
+    ]
 
 
 def plan_deltas(traces: Iterable[Sequence[Shape]]) -> DeltaPlan:
@@ -122,24 +179,18 @@ def encode_compact(
     full: dict[str, int] = {}
     delta: dict[str, int] = {}
     refused: set[str] = set()
-    walked = []
-    for events in traces:
-        found = list(_walk(events, None))
-        walked.append(found)
-        for i, j, value, change in found:
-            expr = events[i][1][j][0]
-            if change is None:
-                refused.add(expr)
-                continue
-            full[expr] = full.get(expr, 0) + len(value["#set"])
-            delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
+    walked = [_changes(events) for events in traces]
+    for events, changes in zip(traces, walked, strict=True):
+        for (_, posts), row in zip(events, changes, strict=True):
+            for (expr, value), change in zip(posts, row, strict=True):
+                if change is None:
+                    refused.add(expr)
+                else:
+                    full[expr] = full.get(expr, 0) + len(value["#set"])
+                    delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
     chosen = sorted(e for e in full if e not in refused and delta[e] < WORTH * full[e])
     plan = DeltaPlan(keys={e: i for i, e in enumerate(chosen, start=1)})
-    out: list[list[list[Any]]] = []
-    for events, found in zip(traces, walked, strict=True):
-        rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
-        for i, j, value, change in found:
-            use = change is not None and events[i][1][j][0] in plan.keys
-            rows[i][j] = change if use else value
-        out.append(rows)
+    out = [
+        _choose(events, changes, plan.keys) for events, changes in zip(traces, walked, strict=True)
+    ]
     return plan, out

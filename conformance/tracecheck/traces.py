@@ -173,7 +173,7 @@ def load_trace(path: Path) -> Trace:
         # A writer killed mid-line leaves a truncated last line; refuse rather than guess.
         last = text.count("\n") + 1
         raise TraceFormatError(str(path), last, "truncated: the last line has no newline")
-    with paused_gc():
+    with paused_gc(keep=True):
         return parse_trace_lines(text.splitlines(), str(path))
 
 

@@ -26,11 +26,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tracecheck.jsonvalue import JsonValueError, tla_text
-from tracecheck.mapping import NODE, ProtocolMap
-from tracecheck.postdelta import Delta, DeltaPlan, element_text, encode_compact
+from tracecheck.mapping import NODE, ActionMap, ProtocolMap
+from tracecheck.postdelta import UNCHANGED, Delta, DeltaPlan, element_text, encode_compact
 from tracecheck.tlavalue import TLAValueError, format_value, parse_value
 from tracecheck.traces import Trace, TraceFormatError
 
@@ -94,17 +94,46 @@ def _tla(value: object, trace: Trace, index: int, field: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Row:
-    """One event: name, node, parameters and (expression, value) post pairs, as logged JSON."""
+class _Action:
+    """What rendering needs of one mapped action, worked out once per batch."""
 
-    event: str
+    #: The logged argument names, and the parameters in order (:data:`NODE` or an argument).
+    args: frozenset[str]
+    params: tuple[str, ...]
+    #: (logged post field, TLA+ expression), in the mapping's order.
+    post: tuple[tuple[str, str], ...]
+    post_fields: frozenset[str]
+    #: Field paths for error messages: ``args.<param>`` and ``post.<field>``.
+    param_paths: tuple[str, ...]
+    post_paths: tuple[str, ...]
+    #: The event line's opening, ``<<"Event", ``.
+    head: str
+
+    @classmethod
+    def of(cls, action: ActionMap) -> _Action:
+        return cls(
+            args=frozenset(action.args),
+            params=action.params,
+            post=tuple(action.post.items()),
+            post_fields=frozenset(action.post),
+            param_paths=tuple(f"args.{p}" for p in action.params),
+            post_paths=tuple(f"post.{f}" for f in action.post),
+            head=f"<<{format_value(action.event)}, ",
+        )
+
+
+class _Row(NamedTuple):
+    """One event: its action, node, parameter values and (expression, value) post pairs, as
+    logged JSON (a tuple, not a dataclass: one is built per event)."""
+
+    action: _Action
     node: str
-    params: tuple[tuple[str, Any], ...]  # (field, value)
-    post: tuple[tuple[str, Any], ...]  # (expression, value)
-    fields: tuple[str, ...]  # the post fields, in the order of ``post``
+    params: tuple[Any, ...]
+    post: tuple[tuple[str, Any], ...]
 
 
-def _row(trace: Trace, index: int, mapping: ProtocolMap) -> _Row:
+def _check_row(trace: Trace, index: int, mapping: ProtocolMap) -> None:
+    """Raise the TraceFormatError for an event that does not fit its mapped action."""
     event = trace.events[index]
     line = trace.lines[index]
     action = mapping.action(event.event)
@@ -125,9 +154,28 @@ def _row(trace: Trace, index: int, mapping: ProtocolMap) -> _Row:
     absent = [f for f in action.post if f not in event.post]
     if absent:
         raise TraceFormatError(trace.source, line, f"field post: {event.event} needs {absent}")
-    params = tuple((f"args.{p}", event.node if p == NODE else event.args[p]) for p in action.params)
-    post = tuple((expr, event.post[f]) for f, expr in action.post.items())
-    return _Row(event.event, event.node, params, post, tuple(action.post))
+
+
+def _rows(trace: Trace, actions: dict[str, _Action], mapping: ProtocolMap) -> list[_Row]:
+    """Each event of ``trace`` as a row; the first one that does not fit its action raises."""
+    rows: list[_Row] = []
+    append = rows.append
+    for index, event in enumerate(trace.events):
+        action = actions.get(event.event)
+        args, post = event.args, event.post
+        if action is None or args.keys() != action.args or not action.post_fields <= post.keys():
+            _check_row(trace, index, mapping)
+            raise AssertionError(
+                "unreachable: _check_row raises for this event"
+            )  # pragma: no cover
+        node = event.node
+        params = tuple([node if p == NODE else args[p] for p in action.params])
+        append(_Row(action, node, params, tuple([(e, post[f]) for f, e in action.post])))
+    return rows
+
+
+#: A set logged as the node's previous one: nothing removed, nothing added.
+_UNCHANGED_TEXT = "<<{}, {}>>"
 
 
 class _Formatter:
@@ -136,9 +184,20 @@ class _Formatter:
 
     def __init__(self) -> None:
         self._memo: dict[bytes, str] = {}
+        # Strings (nodes, names) by themselves: their text depends on nothing else, and they
+        # are most of the parameters (no canonical JSON text to build for them).
+        self._strings: dict[str, str] = {}
 
     def __call__(self, value: Any, trace: Trace, index: int, field: str) -> str:
-        if isinstance(value, Delta):
+        if value is UNCHANGED:
+            return _UNCHANGED_TEXT
+        kind = type(value)
+        if kind is str:
+            text = self._strings.get(value)
+            if text is None:
+                text = self._strings[value] = _tla(value, trace, index, field)
+            return text
+        if kind is Delta:
             removed = self._set(value.removed, trace, index, field)
             added = self._set(value.added, trace, index, field)
             return f"<<{removed}, {added}>>"
@@ -151,16 +210,10 @@ class _Formatter:
         return text
 
     def _set(self, elements: dict[bytes, Any], trace: Trace, index: int, field: str) -> str:
-        parts = sorted(self._text(k, e, trace, index, field) for k, e in elements.items())
+        if not elements:
+            return "{}"
+        parts = sorted([self._text(k, e, trace, index, field) for k, e in elements.items()])
         return "{" + ", ".join(parts) + "}"
-
-
-def _event_tuple(trace: Trace, index: int, row: _Row, post: Sequence[Any], fmt: _Formatter) -> str:
-    params = ", ".join(fmt(v, trace, index, field) for field, v in row.params)
-    values = ", ".join(
-        fmt(v, trace, index, f"post.{field}") for field, v in zip(row.fields, post, strict=True)
-    )
-    return f"<<{format_value(row.event)}, {format_value(row.node)}, <<{params}>>, <<{values}>>>>"
 
 
 def constants_for(trace: Trace, mapping: ProtocolMap) -> dict[str, str]:
@@ -186,15 +239,23 @@ def _event_lines(
     rows: Sequence[Sequence[_Row]],
     posts: Sequence[Sequence[Sequence[Any]]],
 ) -> list[list[str]]:
-    """Per trace, each event as one line of TLA+ value text."""
+    """Per trace, each event as one line of TLA+ value text:
+    ``<<event, node, <<params>>, <<post values>>>>``."""
     fmt = _Formatter()
-    return [
-        [
-            _event_tuple(trace, i, row, post, fmt)
-            for i, (row, post) in enumerate(zip(events, values, strict=True))
-        ]
-        for trace, events, values in zip(traces, rows, posts, strict=True)
-    ]
+    nodes: dict[str, str] = {}
+    out: list[list[str]] = []
+    for trace, events, values in zip(traces, rows, posts, strict=True):
+        lines: list[str] = []
+        append = lines.append
+        for i, ((action, node, params, _), post) in enumerate(zip(events, values, strict=True)):
+            node_text = nodes.get(node)
+            if node_text is None:
+                node_text = nodes[node] = format_value(node)
+            texts = [fmt(v, trace, i, f) for f, v in zip(action.param_paths, params, strict=True)]
+            logged = [fmt(v, trace, i, f) for f, v in zip(action.post_paths, post, strict=True)]
+            append(f"{action.head}{node_text}, <<{', '.join(texts)}>>, <<{', '.join(logged)}>>>>")
+        out.append(lines)
+    return out
 
 
 def _data_module(traces: Sequence[Trace], lines: Sequence[Sequence[str]]) -> str:
@@ -358,9 +419,10 @@ def _trace_module(
 #: ``TVNorm(S)`` is ``S``, sorted in place first. TLC keeps a set built by \cup or \ (what a
 #: spec action assigns to a variable) unsorted, so ``x \in S`` on it searches linearly until
 #: something sorts it (TLC sorts a state's sets to fingerprint it, after the step that built
-#: them, and never in simulation). Cardinality sorts a SetEnumValue in place (SetEnumValue.size), after
-#: which a membership test is a binary search: the RRef mapping's slices test each of the
-#: node's UserRRefs against a freshly grown set (an 11,411-event trace: 32.5 s -> 14.4 s).
+#: them, and never in simulation). Cardinality sorts a SetEnumValue in place
+#: (SetEnumValue.size), after which a membership test is a binary search: the RRef mapping's
+#: slices test each of the node's UserRRefs against a freshly grown set (an 11,411-event
+#: trace: 32.5 s -> 14.4 s).
 _NORM = [
     "\\* TVNorm(S) = S; the test sorts S in place so that lookups in it are binary searches.",
     "TVNorm(S) == IF Cardinality(S) >= 0 THEN S ELSE S",
@@ -418,7 +480,8 @@ def render_batch(
             raise ValueError(f"{trace.source}: its constants differ; render it in its own batch")
     if mapping.derive is not None:
         constants |= dict(mapping.derive(traces))
-    rows = [[_row(t, i, mapping) for i in range(len(t.events))] for t in traces]
+    actions = {a.event: _Action.of(a) for a in mapping.actions}
+    rows = [_rows(t, actions, mapping) for t in traces]
     shapes = [[(r.node, r.post) for r in events] for events in rows]
     if compact:
         plan, posts = encode_compact(shapes)

@@ -1,0 +1,504 @@
+"""The fast trace renderer against the simple one it replaced, kept here as the test oracle.
+
+:mod:`tracecheck.tracespec`, :mod:`tracecheck.postdelta` and :mod:`tracecheck.jsonvalue` render
+each event with shortcuts (a set logged as last time is not re-encoded, an element's canonical
+text is taken from the node's previous set, the JSON-to-TLA+ text skips building error paths).
+The generated artefacts must stay byte for byte what the simple implementation wrote, so the
+tests below render simulated campaign traces and hypothesis-generated ones both ways.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support.ledger import LEDGER, header
+from tracecheck import jsonvalue, tracespec
+from tracecheck.jsonvalue import JsonValueError, tla_text
+from tracecheck.mapping import NODE, ActionMap, ProtocolMap
+from tracecheck.postdelta import WORTH, DeltaPlan, encode_compact
+from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.tlavalue import format_value
+from tracecheck.traces import Trace, TraceFormatError, load_trace, parse_trace_lines
+
+# --- the reference: the renderer as it was before the fast path ------------------------------
+
+
+def _ref_elements(value: Any) -> dict[bytes, Any] | None:
+    if not isinstance(value, dict) or len(value) != 1 or not isinstance(value.get("#set"), list):
+        return None
+    items = value["#set"]
+    texts = [orjson.dumps(e, option=orjson.OPT_SORT_KEYS) for e in items]
+    if b'"#' in b"".join(texts):
+        return None
+    return dict(zip(texts, items, strict=True))
+
+
+@dataclass(frozen=True)
+class _RefDelta:
+    removed: dict[bytes, Any]
+    added: dict[bytes, Any]
+
+
+_Shape = tuple[str, Sequence[tuple[str, Any]]]
+
+
+def _ref_walk(
+    events: Sequence[_Shape], keys: Iterable[str] | None
+) -> Iterable[tuple[int, int, Any, _RefDelta | None]]:
+    chosen = None if keys is None else set(keys)
+    last: dict[tuple[str, str], dict[bytes, Any]] = {}
+    for i, (node, posts) in enumerate(events):
+        for j, (expr, value) in enumerate(posts):
+            if chosen is not None and expr not in chosen:
+                yield i, j, value, None
+                continue
+            now = _ref_elements(value)
+            if now is None:
+                yield i, j, value, None
+                continue
+            before = last.get((expr, node), {})
+            last[(expr, node)] = now
+            gone = before.keys() - now.keys()
+            new = now.keys() - before.keys()
+            removed = {t: before[t] for t in gone} if gone else {}
+            added = {t: now[t] for t in new} if new else {}
+            yield i, j, value, _RefDelta(removed, added)
+
+
+def _ref_encode(traces: Sequence[Sequence[_Shape]], keys: dict[str, int]) -> list[list[list[Any]]]:
+    out: list[list[list[Any]]] = []
+    for events in traces:
+        rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
+        for i, j, value, delta in _ref_walk(events, keys):
+            rows[i][j] = value if delta is None else delta
+        out.append(rows)
+    return out
+
+
+def _ref_encode_compact(
+    traces: Sequence[Sequence[_Shape]],
+) -> tuple[dict[str, int], list[list[list[Any]]]]:
+    full: dict[str, int] = {}
+    delta: dict[str, int] = {}
+    refused: set[str] = set()
+    walked = []
+    for events in traces:
+        found = list(_ref_walk(events, None))
+        walked.append(found)
+        for i, j, value, change in found:
+            expr = events[i][1][j][0]
+            if change is None:
+                refused.add(expr)
+                continue
+            full[expr] = full.get(expr, 0) + len(value["#set"])
+            delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
+    chosen = sorted(e for e in full if e not in refused and delta[e] < WORTH * full[e])
+    keys = {e: i for i, e in enumerate(chosen, start=1)}
+    out: list[list[list[Any]]] = []
+    for events, found in zip(traces, walked, strict=True):
+        rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
+        for i, j, value, change in found:
+            use = change is not None and events[i][1][j][0] in keys
+            rows[i][j] = change if use else value
+        out.append(rows)
+    return keys, out
+
+
+def _ref_tla(value: object, trace: Trace, index: int, field: str) -> str:
+    try:
+        # the path-building renderer the fast one falls back to, and the general one past it
+        try:
+            return jsonvalue._text(value, field)
+        except RecursionError:
+            return format_value(jsonvalue.from_json(value, field))
+    except JsonValueError as exc:
+        raise TraceFormatError(trace.source, trace.lines[index], str(exc)) from exc
+
+
+@dataclass(frozen=True)
+class _RefRow:
+    event: str
+    node: str
+    params: tuple[tuple[str, Any], ...]
+    post: tuple[tuple[str, Any], ...]
+    fields: tuple[str, ...]
+
+
+def _ref_row(trace: Trace, index: int, mapping: ProtocolMap) -> _RefRow:
+    event = trace.events[index]
+    line = trace.lines[index]
+    action = mapping.action(event.event)
+    if action is None:
+        known = ", ".join(sorted(a.event for a in mapping.actions))
+        raise TraceFormatError(
+            trace.source, line, f"field event: {event.event!r} maps to no spec action ({known})"
+        )
+    missing = [a for a in action.args if a not in event.args]
+    extra = sorted(set(event.args) - set(action.args))
+    if missing or extra:
+        raise TraceFormatError(
+            trace.source,
+            line,
+            f"field args: {event.event} takes {list(action.args)}; "
+            f"missing {missing}, unexpected {extra}",
+        )
+    absent = [f for f in action.post if f not in event.post]
+    if absent:
+        raise TraceFormatError(trace.source, line, f"field post: {event.event} needs {absent}")
+    params = tuple((f"args.{p}", event.node if p == NODE else event.args[p]) for p in action.params)
+    post = tuple((expr, event.post[f]) for f, expr in action.post.items())
+    return _RefRow(event.event, event.node, params, post, tuple(action.post))
+
+
+class _RefFormatter:
+    def __init__(self) -> None:
+        self._memo: dict[bytes, str] = {}
+
+    def __call__(self, value: Any, trace: Trace, index: int, field: str) -> str:
+        if isinstance(value, _RefDelta):
+            removed = self._set(value.removed, trace, index, field)
+            added = self._set(value.added, trace, index, field)
+            return f"<<{removed}, {added}>>"
+        key = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        return self._text(key, value, trace, index, field)
+
+    def _text(self, key: bytes, value: Any, trace: Trace, index: int, field: str) -> str:
+        text = self._memo.get(key)
+        if text is None:
+            text = self._memo[key] = _ref_tla(value, trace, index, field)
+        return text
+
+    def _set(self, elements: dict[bytes, Any], trace: Trace, index: int, field: str) -> str:
+        parts = sorted(self._text(k, e, trace, index, field) for k, e in elements.items())
+        return "{" + ", ".join(parts) + "}"
+
+
+def _ref_lines(
+    traces: Sequence[Trace], mapping: ProtocolMap, *, compact: bool
+) -> tuple[dict[str, int], list[list[str]], list[str]]:
+    """The reference's delta plan, event lines and sorted nodes for a batch."""
+    rows = [[_ref_row(t, i, mapping) for i in range(len(t.events))] for t in traces]
+    shapes = [[(r.node, r.post) for r in events] for events in rows]
+    if compact:
+        keys, posts = _ref_encode_compact(shapes)
+    else:
+        keys, posts = {}, _ref_encode(shapes, {})
+    fmt = _RefFormatter()
+    lines = []
+    for trace, events, values in zip(traces, rows, posts, strict=True):
+        out = []
+        for i, (row, post) in enumerate(zip(events, values, strict=True)):
+            params = ", ".join(fmt(v, trace, i, field) for field, v in row.params)
+            logged = ", ".join(
+                fmt(v, trace, i, f"post.{field}") for field, v in zip(row.fields, post, strict=True)
+            )
+            out.append(
+                f"<<{format_value(row.event)}, {format_value(row.node)}, "
+                f"<<{params}>>, <<{logged}>>>>"
+            )
+        lines.append(out)
+    nodes = sorted({r.node for events in rows for r in events})
+    return keys, lines, nodes
+
+
+def _assert_renders_as_reference(
+    traces: Sequence[Trace], mapping: ProtocolMap, *, compact: bool
+) -> None:
+    """Every artefact of :func:`tracespec.render_batch` equals the one built from the
+    reference's plan and lines (the module and cfg templates are shared, not under test)."""
+    keys, lines, nodes = _ref_lines(traces, mapping, compact=compact)
+    plan = DeltaPlan(keys=keys)
+    constants = tracespec.constants_for(traces[0], mapping)
+    if mapping.derive is not None:
+        constants |= dict(mapping.derive(traces))
+    variables = ["x", "y"]
+    with_reader = tracespec.render_batch(
+        traces, mapping, compact=compact, variables=variables, reader=Path("reader")
+    )
+    assert with_reader.data_file == tracespec._data_file(lines)
+    inline = tracespec.render_batch(traces, mapping, compact=compact, variables=variables)
+    assert inline.data_module == tracespec._data_module(traces, lines)
+    for rendered in (with_reader, inline):
+        assert rendered.trace_module == tracespec._trace_module(
+            mapping, constants, len(traces), plan, nodes
+        )
+        assert rendered.sim_module == tracespec._trace_module(
+            mapping, constants, len(traces), plan, nodes, sim_vars=variables
+        )
+
+
+# --- campaign traces -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Trace]]:
+    """Simulated runs of both protocols, as `tracecheck campaign` writes them."""
+    folder = tmp_path_factory.mktemp("campaign")
+    found: dict[str, list[Trace]] = {}
+    for protocol, steps in (("rref", 400), ("rendezvous", 150)):
+        simulate = load_simulator(protocol)
+        paths = []
+        for seed in (1, 2, 3):
+            path = folder / f"{protocol}-{seed}.ndjson"
+            simulate(seed, steps, path)
+            paths.append(path)
+        found[protocol] = [load_trace(p) for p in paths]
+    return found
+
+
+@pytest.mark.parametrize("protocol", ["rref", "rendezvous"])
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "literal"])
+def test_campaign_traces_render_as_the_reference(
+    campaign: dict[str, list[Trace]], protocol: str, compact: bool
+) -> None:
+    mapping = load_mapping(protocol)
+    traces = campaign[protocol]
+    by_constants: dict[tuple[tuple[str, str], ...], list[Trace]] = {}
+    for t in traces:
+        key = tuple(sorted(tracespec.constants_for(t, mapping).items()))
+        by_constants.setdefault(key, []).append(t)
+    for batch in by_constants.values():
+        _assert_renders_as_reference(batch, mapping, compact=compact)
+    for t in traces:  # one trace alone: the explain pass renders that way
+        _assert_renders_as_reference([t], mapping, compact=compact)
+
+
+def test_campaign_rref_traces_use_the_shortcuts(campaign: dict[str, list[Trace]]) -> None:
+    """The comparison above passes through the fast paths, not around them."""
+    mapping = load_mapping("rref")
+    shapes = [
+        [
+            (e.node, [(x, e.post[f]) for f, x in mapping.action(e.event).post.items()])
+            for e in t.events
+        ]
+        for t in campaign["rref"]
+    ]
+    plan, posts = encode_compact(shapes)
+    from tracecheck.postdelta import UNCHANGED  # noqa: PLC0415
+
+    assert plan.keys
+    assert any(v is UNCHANGED for rows in posts for row in rows for v in row)
+
+
+# --- generated traces ----------------------------------------------------------------------
+
+#: Ledger's Deposit with two set-valued post fields, one of them per node.
+SETS = LEDGER.model_copy(
+    update={
+        "actions": (
+            ActionMap(
+                event="Deposit",
+                params=("node", "a"),
+                post={"balance": "balance'[@]", "inbox": "inbox'", "mine": "mine'[@]"},
+            ),
+        )
+    }
+)
+
+_NAMES = st.sampled_from(["a", "b", "on", "fork"])
+_SCALARS = st.booleans() | st.integers(-3, 3) | st.sampled_from(["w0", "w1", 'q"\\'])
+_ELEMENTS = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(_NAMES, inner, min_size=1, max_size=3)
+        | st.lists(inner, max_size=2).map(lambda xs: {"#set": xs})
+    ),
+    max_leaves=6,
+)
+
+
+def _twin(value: object) -> object:
+    """A value equal to ``value`` in Python and different in JSON (and in TLA+), if any."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return bool(value) if value in (0, 1) else float(value)
+    if isinstance(value, list) and value:
+        return [_twin(value[0]), *value[1:]]
+    if isinstance(value, dict):
+        return {k: _twin(v) for k, v in reversed(value.items())}
+    return value
+
+
+@st.composite
+def _evolving_sets(draw: st.DrawFn, size: int) -> list[Any]:
+    """A run of logged sets, each mostly the last one with an element inserted, removed or
+    replaced (what the fast path reuses), with key orders shuffled, and, when ``odd`` is drawn,
+    odd values: floats (no TLA+ form), non-sets; duplicates, 1 where there was True. Most runs
+    have large sets that change little, so that the expression is delta-encoded."""
+    pool = draw(st.lists(_ELEMENTS, min_size=1, max_size=6))
+    current: list[Any] = list(range(draw(st.integers(0, 12))))
+    moves = ["add", "add", "drop", "same", "same", "swap", "reorder"]
+    if draw(st.integers(0, 4)) == 0:
+        moves.append("odd")
+    out: list[Any] = []
+    for _ in range(size):
+        move = draw(st.sampled_from(moves))
+        if move == "add":
+            current.insert(draw(st.integers(0, len(current))), draw(st.sampled_from(pool)))
+        elif move == "drop" and current:
+            current.pop(draw(st.integers(0, len(current) - 1)))
+        elif move == "swap" and current:
+            i = draw(st.integers(0, len(current) - 1))
+            current[i] = _twin(current[i])
+        elif move == "reorder" and current:
+            i = draw(st.integers(0, len(current) - 1))
+            if isinstance(current[i], dict):
+                current[i] = dict(reversed(list(current[i].items())))
+        elif move == "odd":
+            out.append(draw(st.sampled_from([5, "x", {"#set": "no"}, {"#set": [1.5]}])))
+            continue
+        out.append({"#set": list(current)})
+    return out
+
+
+@st.composite
+def _generated_trace(draw: st.DrawFn) -> list[str]:
+    size = draw(st.integers(1, 25))
+    nodes = draw(st.lists(st.sampled_from(["a", "b"]), min_size=size, max_size=size))
+    inbox = draw(_evolving_sets(size))
+    mine = draw(_evolving_sets(size))
+    seq = {"a": 0, "b": 0}
+    lines = [json.dumps(header(maximum=3))]
+    for node, box, own in zip(nodes, inbox, mine, strict=True):
+        seq[node] += 1
+        post = {"balance": draw(_ELEMENTS), "inbox": box, "mine": own}
+        event = {
+            "kind": "event",
+            "event": "Deposit",
+            "node": node,
+            "seq": seq[node],
+            "lamport": seq[node],
+            "args": {"a": draw(_ELEMENTS)},
+            "post": post,
+        }
+        lines.append(json.dumps(event))
+    return lines
+
+
+def _outcome(render: Any) -> tuple[str, object]:
+    try:
+        return "ok", render()
+    except TraceFormatError as exc:
+        return "error", str(exc)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_generated_trace(), min_size=1, max_size=3), st.booleans())
+def test_generated_traces_render_as_the_reference(batch: list[list[str]], compact: bool) -> None:
+    traces = [parse_trace_lines(lines, f"t{i}.ndjson") for i, lines in enumerate(batch)]
+
+    def fast() -> object:
+        rendered = tracespec.render_batch(traces, SETS, compact=compact, reader=Path("r"))
+        inline = tracespec.render_batch(traces, SETS, compact=compact)
+        return rendered.data_file, inline.data_module, rendered.trace_module
+
+    def reference() -> object:
+        keys, lines, nodes = _ref_lines(traces, SETS, compact=compact)
+        constants = tracespec.constants_for(traces[0], SETS)
+        module = tracespec._trace_module(SETS, constants, len(traces), DeltaPlan(keys=keys), nodes)
+        return tracespec._data_file(lines), tracespec._data_module(traces, lines), module
+
+    assert _outcome(fast) == _outcome(reference)
+
+
+def _deposits(sets: Sequence[object]) -> Trace:
+    lines = [json.dumps(header())]
+    for seq, box in enumerate(sets, start=1):
+        post = {"balance": 1, "inbox": box, "mine": {"#set": []}}
+        event = {"kind": "event", "event": "Deposit", "node": "a", "seq": seq, "lamport": seq}
+        lines.append(json.dumps(event | {"args": {"a": 1}, "post": post}))
+    return parse_trace_lines(lines, "sets.ndjson")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param([True, [0, False], 2], id="true-for-1"),
+        pytest.param([1.0, [0, False], 2], id="float-for-1"),
+        pytest.param([1, [0, 0], 2], id="0-for-false-inside"),
+        pytest.param([1, [0, False], 2, 2], id="duplicate"),
+        pytest.param([1, [0, False], {"b": 1, "a": 2}], id="record"),
+    ],
+)
+def test_elements_equal_in_python_but_not_in_json_render_as_the_reference(
+    change: list[object],
+) -> None:
+    """``==`` finds the elements a set kept; 1, 1.0 and True are equal to it and not in TLA+."""
+    base = [1, [0, False], 2, *range(10, 30)]
+    sets = [{"#set": base}, {"#set": [*change, *base[3:]]}, {"#set": base}]
+    sets += [{"#set": [*base[:2], {"a": 2, "b": 1}, *base[3:]]}, {"#set": [True, *base[1:]]}]
+    trace = _deposits([*sets, {"#set": base}])
+    assert (
+        "inbox'"
+        in encode_compact([[(e.node, [("inbox'", e.post["inbox"])]) for e in trace.events]])[0].keys
+    )
+    fast = _outcome(lambda: tracespec.render_batch([trace], SETS, compact=True).data_module)
+    reference = _outcome(
+        lambda: tracespec._data_module([trace], _ref_lines([trace], SETS, compact=True)[1])
+    )
+    assert fast == reference
+
+
+def test_malformed_events_are_refused_as_by_the_reference() -> None:
+    """The fast row check defers to the full one for its error message."""
+    good = {"kind": "event", "event": "Deposit", "node": "a", "seq": 1, "lamport": 1}
+    post = {"balance": 1, "inbox": {"#set": []}, "mine": {"#set": []}}
+    cases = [
+        good | {"event": "Withdraw", "args": {"a": 1}, "post": post},
+        good | {"args": {}, "post": post},
+        good | {"args": {"a": 1, "b": 2}, "post": post},
+        good | {"args": {"a": 1}, "post": {"balance": 1}},
+        good | {"args": {"a": 1.5}, "post": post},
+        good | {"args": {"a": {"#map": []}}, "post": post},
+    ]
+    for bad in cases:
+        trace = parse_trace_lines([json.dumps(header()), json.dumps(bad)], "bad.ndjson")
+        fast = _outcome(lambda t=trace: tracespec.render_batch([t], SETS, compact=True).data_module)
+        ref = _outcome(lambda t=trace: _ref_lines([t], SETS, compact=True))
+        assert fast[0] == ref[0] == "error"
+        assert fast == ref
+
+
+# --- JSON to TLA+ text ------------------------------------------------------------------------
+
+_ANY_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["a", "b1", "#set", "a b", "", "#map"]), inner, max_size=3
+        )
+        | st.lists(inner, max_size=3).map(lambda xs: {"#set": xs})
+        | st.lists(st.tuples(inner, inner).map(list), max_size=2).map(lambda p: {"#map": p})
+    ),
+    max_leaves=12,
+)
+
+
+@given(_ANY_JSON)
+def test_the_fast_json_text_is_the_path_tracking_one(value: object) -> None:
+    """Same text, or the same error at the same path, as the renderer with error paths."""
+    try:
+        expected: object = jsonvalue._text(value, "$.v")
+    except JsonValueError as exc:
+        expected = (exc.path, exc.problem)
+    try:
+        got: object = tla_text(value, "$.v")
+    except JsonValueError as exc:
+        got = (exc.path, exc.problem)
+    assert got == expected
