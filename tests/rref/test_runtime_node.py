@@ -9,7 +9,7 @@ from typing import Any
 from protoref.ids import GloballyUniqueId as G
 from protoref.rref import events as ev
 from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.node import Node
+from protoref.rref.runtime.node import PENDING, Node
 from protoref.rref.trace import EVENT_ADAPTER
 from protoref.tracing import MemorySink, encode_line
 
@@ -81,6 +81,25 @@ def test_frames_queued_for_the_new_link_are_not_retried() -> None:
     w0.on_link_ready("w1", fr.Welcome(mac="m", lamport=5, processed=()), generation=2)
     assert ctl in w0.unacked
     assert sink.records[-1].event != "RetrySend"  # type: ignore[attr-defined]
+
+
+def test_a_frame_the_loop_has_yet_to_write_is_not_retried_until_written() -> None:
+    # An application thread found the link down and handed the frame to the loop (PENDING):
+    # the new link must not re-send it, or the first attempt would arrive after its retry
+    # (found by test_runtime_broken_link: a dup-0 USER_DELETE delivered after RetrySend).
+    w0, links, sink, msg = user_with_delete_unacked()
+    ctl = next(iter(w0.unacked))
+    w0.unacked[ctl] = (msg, PENDING)
+    sent, events = len(links.frames), len(sink.records)
+    w0.on_link_ready("w1", fr.Welcome(mac="m", lamport=5, processed=()), generation=2)
+    assert w0.unacked == {ctl: (msg, PENDING)}
+    assert (len(links.frames), len(sink.records)) == (sent, events)
+    w0.sent_on(ctl, 2)  # the loop wrote it on link 2, which broke too
+    assert w0.unacked == {ctl: (msg, 2)}
+    w0.on_link_ready("w1", fr.Welcome(mac="m", lamport=6, processed=()), generation=3)
+    assert sink.records[-1].event == "RetrySend"  # type: ignore[attr-defined]
+    w0.sent_on(ctl, 3)  # a late report for an entry no longer pending changes nothing
+    assert ctl not in w0.unacked
 
 
 def test_each_control_id_is_applied_at_most_once_and_acked_every_time() -> None:

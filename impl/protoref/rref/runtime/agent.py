@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import contextlib
-import functools
 import importlib
 import logging
 import threading
@@ -44,7 +43,7 @@ from protoref.rref.runtime.errors import (
     RPCTimeoutError,
 )
 from protoref.rref.runtime.handle import RRef, WorkerInfo
-from protoref.rref.runtime.node import Node
+from protoref.rref.runtime.node import PENDING, Node
 from protoref.rref.runtime.transport import Link, Transport, corked
 from protoref.rref.runtime.udf import qualified_name
 from protoref.rref.runtime.wire import DEFAULT_MAX_FRAME_BYTES
@@ -305,15 +304,24 @@ class Agent:
         self.node.on_link_ready(peer, welcome, generation)
 
     def _send_frame(self, peer: str, cls: type[FrozenModel], **fields: Any) -> int:
-        """Write on the loop thread; from another thread the write is handed to the loop (the
-        generation is then unknown: only the loop sends retried messages, see Node.emit)."""
+        """Write on the loop thread; from another thread write on the live link, or hand the
+        frame to the loop when the link must be dialed first. The generation of the link a
+        handed-off frame goes out on is known only then: until the loop has sent it, a retried
+        message is PENDING (Node.sent_on), and a new link does not re-send it."""
         if threading.get_ident() == self.thread.ident:
             return self.transport.send(peer, cls, **fields)
         generation = self.transport.send_now(peer, cls, **fields)
         if generation is not None:
             return generation
-        self.node.handoff(functools.partial(self.transport.send, peer, cls, **fields))
-        return -1
+        ctl = fields.get("ctl")
+
+        def send_later() -> None:
+            sent_on = self.transport.send(peer, cls, **fields)
+            if ctl is not None:
+                self.node.sent_on(ctl, sent_on)
+
+        self.node.handoff(send_later)
+        return PENDING
 
     # ------------------------------------------------------------------ rendezvous
 

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
@@ -47,6 +47,11 @@ Gid = GloballyUniqueId
 log = logging.getLogger("protoref.rref.runtime")
 #: How many rejected frames / protocol errors a node keeps for inspection.
 KEEP_ERRORS = 256
+#: ``send_frame``'s answer for a frame it handed to the loop thread (the link must be dialed
+#: first): the link generation it will go out on is not known yet. A retried message in
+#: ``unacked`` with this generation has not been written anywhere, so a new link must not
+#: re-send it (the original still leaves, on that link or a later one: see ``sent_on``).
+PENDING: Final = -1
 #: Untraced workers forget finished UserRRefs every this many steps.
 COMPACT_EVERY = 256
 #: A dropped handle is applied at the latest this long after (when nothing else runs sooner).
@@ -87,7 +92,8 @@ class Node:
     computing: set[Gid] = field(default_factory=set)
     fetches: dict[Gid, cf.Future[Any]] = field(default_factory=dict)
     calls: dict[int, cf.Future[Any]] = field(default_factory=dict)
-    #: Retried control messages not yet acked: ctl id -> (message, link generation sent on).
+    #: Retried control messages not yet acked: ctl id -> (message, link generation sent on,
+    #: or PENDING while the loop thread has yet to write it).
     unacked: dict[int, tuple[ev.Message, int]] = field(default_factory=dict)
     processed: dict[WorkerId, set[int]] = field(default_factory=dict)
     rejected: deque[FrameError] = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
@@ -233,7 +239,7 @@ class Node:
         """Send a message a step produced, from the thread that stepped (the caller holds the
         lock): links take writes from any thread, so an application or UDF thread does not
         wake the loop to send (``send_frame`` hands the frame to the loop only when the link
-        must be dialed first; a retried message then records an unknown generation)."""
+        must be dialed first; a retried message then records PENDING until it is written)."""
         self.send_proto(m, stamp, call)
 
     def send_proto(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
@@ -536,6 +542,14 @@ class Node:
     def welcome_state(self, peer: WorkerId) -> tuple[int, tuple[int, ...]]:
         return self.clock.lamport, tuple(sorted(self.processed.get(peer, ())))
 
+    def sent_on(self, ctl: int, generation: int) -> None:
+        """(loop thread) The frame of retried message ``ctl``, handed to the loop as PENDING,
+        was written on (or queued for) link ``generation``."""
+        with self.lock:
+            entry = self.unacked.get(ctl)
+            if entry is not None and entry[1] == PENDING:
+                self.unacked[ctl] = (entry[0], generation)
+
     def on_link_ready(self, peer: WorkerId, welcome: fr.Welcome, generation: int) -> None:
         """A (re)dialed link: control messages written on an older link that the acceptor never
         applied were lost with it; ``RetrySend`` re-sends each once, causally after the Welcome
@@ -547,7 +561,10 @@ class Node:
         self._merge(welcome.lamport)
         done = set(welcome.processed)
         for ctl, (m, gen) in sorted(self.unacked.items()):
-            if m.dst != peer or gen >= generation:
+            # PENDING: still queued for the loop, which sends it after this (the same thread),
+            # so the original is not lost; re-sending it too would deliver the first attempt
+            # after the retry, which RRef.tla's RetrySend does not allow (dup 0 after the copy)
+            if m.dst != peer or gen == PENDING or gen >= generation:
                 continue
             del self.unacked[ctl]
             if ctl in done:
