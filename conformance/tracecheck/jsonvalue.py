@@ -108,6 +108,10 @@ class _SlowPathError(Exception):
 #: Record field names already seen to be identifiers (a regex match per key and per value was
 #: a tenth of rendering a message set).
 _FIELD_NAMES: set[str] = set()
+#: Strings as TLA+ text: message types, node names and the like recur in every message (a
+#: quarter off rendering the RRef messages); cleared when full, so memory stays bounded.
+_STRINGS: dict[str, str] = {}
+_STRINGS_KEPT = 4096
 
 
 def _fast(value: Any) -> str:
@@ -116,7 +120,12 @@ def _fast(value: Any) -> str:
     Exact types only (what ``orjson`` decodes); anything else raises :class:`_SlowPathError`."""
     kind = type(value)
     if kind is str:
-        return '"' + str.translate(value, _ESCAPES) + '"'
+        text = _STRINGS.get(value)
+        if text is None:
+            if len(_STRINGS) >= _STRINGS_KEPT:
+                _STRINGS.clear()
+            text = _STRINGS[value] = '"' + str.translate(value, _ESCAPES) + '"'
+        return text
     if kind is int:
         return str(value)
     if kind is bool:
