@@ -40,10 +40,10 @@ def element_text(element: Any) -> bytes:
     return orjson.dumps(element, option=orjson.OPT_SORT_KEYS)
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
+class Delta(NamedTuple):
     """A logged set as the elements removed from and added to the node's previous one
-    (canonical JSON text -> JSON element)."""
+    (canonical JSON text -> JSON element). A tuple, not a frozen dataclass: one is made per
+    changed set, and a frozen dataclass's ``__init__`` costs several times as much."""
 
     removed: dict[bytes, Any]
     added: dict[bytes, Any]
@@ -95,9 +95,12 @@ def _texts(items: list[Any], whole: bytes, seen: _Logged | None) -> list[bytes]:
     return [dumps(e, option=_SORTED) for e in items]
 
 
-def _changes(events: Sequence[Shape]) -> list[list[Delta | None]]:
+def _changes(
+    events: Sequence[Shape], sizes: dict[str, list[int]] | None = None
+) -> list[list[Delta | None]]:
     """Per event, per post value: its delta from the value the same node logged for the same
-    expression last time, or None when the value is not a tag-free set.
+    expression last time, or None when the value is not a tag-free set. ``sizes`` adds up, per
+    expression, the elements logged and those in deltas, and gets -1 for a value not a set.
 
     A set logged as last time (the same canonical JSON text) is :data:`UNCHANGED` without a
     text per element: one orjson call over the list instead of one per element. Its elements
@@ -105,25 +108,29 @@ def _changes(events: Sequence[Shape]) -> list[list[Delta | None]]:
     removed element's TLA+ text was memoised when it was added (:mod:`tracecheck.tracespec`)."""
     last: dict[tuple[str, str], _Logged] = {}
     dumps, get = orjson.dumps, last.get
+    counts: dict[str, list[int]] = {} if sizes is None else sizes
     out: list[list[Delta | None]] = []
     for node, posts in events:
         row: list[Delta | None] = []
         for expr, value in posts:
-            if not isinstance(value, dict) or len(value) != 1:
-                row.append(None)
-                continue
-            items = value.get("#set")
+            count = counts.get(expr)
+            if count is None:
+                count = counts[expr] = [0, 0]
+            items = value.get("#set") if isinstance(value, dict) and len(value) == 1 else None
             if not isinstance(items, list):
+                count[1] = -1
                 row.append(None)
                 continue
             whole = dumps(items, option=_SORTED)
             seen = get((expr, node))
             if seen is not None and seen.whole == whole:
+                count[0] += len(items)
                 row.append(UNCHANGED)
                 continue
             # the texts joined with commas are ``whole`` less its brackets: the tag test of
             # the texts one by one, made once
             if b'"#' in whole:
+                count[1] = -1
                 row.append(None)
                 continue
             texts = _texts(items, whole, seen)
@@ -134,6 +141,9 @@ def _changes(events: Sequence[Shape]) -> list[list[Delta | None]]:
             new = now.keys() - before.keys()
             removed = {t: before[t] for t in gone} if gone else _NOTHING
             added = {t: now[t] for t in new} if new else _NOTHING
+            count[0] += len(items)
+            if count[1] >= 0:
+                count[1] += len(removed) + len(added)
             row.append(Delta(removed, added))
         out.append(row)
     return out
@@ -176,19 +186,10 @@ def encode_compact(
 ) -> tuple[DeltaPlan, list[list[list[Any]]]]:
     """:func:`plan_deltas` and :meth:`DeltaPlan.encode` in one walk over the logged sets
     (canonical texts are the expensive part, and every logged element needs one)."""
-    full: dict[str, int] = {}
-    delta: dict[str, int] = {}
-    refused: set[str] = set()
-    walked = [_changes(events) for events in traces]
-    for events, changes in zip(traces, walked, strict=True):
-        for (_, posts), row in zip(events, changes, strict=True):
-            for (expr, value), change in zip(posts, row, strict=True):
-                if change is None:
-                    refused.add(expr)
-                else:
-                    full[expr] = full.get(expr, 0) + len(value["#set"])
-                    delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
-    chosen = sorted(e for e in full if e not in refused and delta[e] < WORTH * full[e])
+    # expression -> [elements logged, elements in deltas (-1: a value is not a tag-free set)]
+    sizes: dict[str, list[int]] = {}
+    walked = [_changes(events, sizes) for events in traces]
+    chosen = sorted(e for e, (full, delta) in sizes.items() if 0 <= delta < WORTH * full)
     plan = DeltaPlan(keys={e: i for i, e in enumerate(chosen, start=1)})
     out = [
         _choose(events, changes, plan.keys) for events, changes in zip(traces, walked, strict=True)
