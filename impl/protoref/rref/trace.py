@@ -801,6 +801,20 @@ _ENCODERS: Final = {
 _SET_FIELDS: Final = frozenset(f for _, fields in _ENCODERS.values() for f in fields)
 
 
+class _Renderers(dict[type[ActionArgs], Encode]):
+    """Args model -> the function rendering its events for one encoder, made on first use."""
+
+    def __init__(self, encoder: EventEncoder) -> None:
+        super().__init__()
+        self._encoder = encoder
+
+    def __missing__(self, cls: type[ActionArgs]) -> Encode:
+        make, _fields = _ENCODERS[cls]
+        e = self._encoder
+        render = self[cls] = make(e._atoms, e._render, e._message)
+        return render
+
+
 class EventEncoder:
     """Renders RRef trace events as JSON lines, straight from the acting node's context.
 
@@ -815,11 +829,9 @@ class EventEncoder:
         self._atoms = _Atoms()
         self._records: dict[Gid, tuple[UserRRef, str]] = {}
         self._slots: dict[str, dict[str, _Slot]] = {}
-        # Each action's renderer, bound to this encoder's caches.
-        self._encoders = {
-            cls: make(self._atoms, self._render, self._message)
-            for cls, (make, _fields) in _ENCODERS.items()
-        }
+        # Each action's renderer, bound to this encoder's caches, made when the action is first
+        # logged (one encoder per trace, and a short run logs only some of the 22 actions).
+        self._encoders = _Renderers(self)
 
     def line(  # noqa: PLR0917 - positional: the simulator calls it for every event
         self,
