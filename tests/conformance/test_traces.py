@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,32 @@ def test_malformed_traces_name_line_and_field(
     assert caught.value.line == where
     assert problem in str(caught.value)
     assert str(path) in str(caught.value)
+
+
+class _Cycle:
+    """An object that refers to itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_loading_leaves_the_collector_as_it_was(tmp_path: Path) -> None:
+    # Loading moves the live objects to the oldest generation (tracecheck.nogc): a cycle that
+    # was alive then is still collected once it is garbage, and the collector is on again.
+    good = _write(tmp_path / "t.ndjson", [header(), *GOOD])
+    bad = _write(tmp_path / "bad.ndjson", [header(), "{not json"])
+    assert gc.isenabled()
+    for path in (good, bad):
+        cycle = _Cycle()
+        alive = weakref.ref(cycle)
+        try:
+            load_trace(path)
+        except TraceFormatError:
+            assert path == bad
+        assert gc.isenabled()
+        del cycle
+        gc.collect()
+        assert alive() is None
 
 
 def test_truncated_last_line_is_refused(tmp_path: Path) -> None:
