@@ -15,7 +15,8 @@
 (*  - An unordered network (a set of message records).  Retried control    *)
 (*    messages (RREF_FORK_REQUEST, RREF_CHILD_ACCEPT, RREF_USER_DELETE)    *)
 (*    are delivered at least once: with Duplicates a second copy may be    *)
-(*    delivered at any later time (RetrySend).  User calls                 *)
+(*    delivered at any later time (RetrySend), and a first attempt that    *)
+(*    was retried may be lost for good (LoseFirstAttempt).  User calls     *)
 (*    (PYTHON_REMOTE_CALL, PYTHON_RREF_FETCH_CALL, a PYTHON_CALL carrying  *)
 (*    an RRef argument or return value) and their responses are delivered *)
 (*    at most once and never retried.                                      *)
@@ -324,6 +325,21 @@ RetrySend(m) ==
     /\ m.type \in Retried
     /\ m.dup = 0
     /\ net' = (net \ {m}) \cup {[m EXCEPT !.dup = 1], [m EXCEPT !.dup = 2]}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, held, fetching, fetched, deleted,
+                   timedOut, phase, stopping, removedForks, erasedOwners>>
+
+(* A first attempt that was retried is lost for good: the connection it    *)
+(* was written on broke before the receiver applied it (a runtime that      *)
+(* redials learns this from the new link and retries then, so RetrySend     *)
+(* comes first).  Only the retry's copy can still arrive.                   *)
+LoseFirstAttempt(m) ==
+    /\ Duplicates
+    /\ m \in net
+    /\ m.type \in Retried
+    /\ m.dup = 1
+    /\ net' = net \ {m}
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
                    tombstones, users, held, fetching, fetched, deleted,
@@ -659,6 +675,7 @@ AppNext ==
 
 FaultNext ==
     \/ \E m \in net : RetrySend(m)
+    \/ \E m \in net : LoseFirstAttempt(m)
     \/ \E u \in Users : TimeOutRemote(u.on, u.rref, u.fork)
     \/ \E w \in Workers : \E r \in selfCalls[w] : TimeOutRemote(w, r, r)
     \/ \E u \in Users : TimeOutToHere(u.on, u.fork)

@@ -40,6 +40,7 @@ SimApp ==
 \* A retry is sendWithRetries on the sender: the implementation logs it there.
 SimFault ==
     \/ \E m \in net : RetrySend(m) /\ Did("RetrySend", m.src, <<m>>)
+    \/ \E m \in net : LoseFirstAttempt(m) /\ Did("LoseFirstAttempt", m.src, <<m>>)
     \/ \E u \in Users : TimeOutRemote(u.on, u.rref, u.fork)
                         /\ Did("TimeOutRemote", u.on, <<u.on, u.rref, u.fork>>)
     \/ \E w \in Workers : \E r \in selfCalls[w] :

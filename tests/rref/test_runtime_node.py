@@ -52,10 +52,14 @@ def test_a_control_message_lost_with_its_link_is_retried_once_as_retry_send() ->
     w0, links, sink, msg = user_with_delete_unacked()
     links.generation = 2  # a new link: the old one broke before the ack came
     w0.on_link_ready("w1", fr.Welcome(mac="m", lamport=40, processed=()), generation=2)
-    retry = sink.records[-1]
+    retry, lost = sink.records[-2:]
     assert retry.event == "RetrySend"  # type: ignore[attr-defined]
     assert retry.args.m == msg  # type: ignore[attr-defined]
     assert retry.lamport > 40  # type: ignore[attr-defined]  # after what the acceptor saw
+    # the first attempt went with the old link: RRef.tla LoseFirstAttempt takes it (dup 1)
+    assert lost.event == "LoseFirstAttempt"  # type: ignore[attr-defined]
+    assert lost.args.m == msg.model_copy(update={"dup": 1})  # type: ignore[attr-defined]
+    assert lost.lamport > retry.lamport  # type: ignore[attr-defined]
     peer, cls, fields = links.frames[-1]
     assert (peer, cls) == ("w1", fr.Proto)
     assert fields["msg"] == msg.model_copy(update={"dup": 2})
@@ -97,7 +101,7 @@ def test_a_frame_the_loop_has_yet_to_write_is_not_retried_until_written() -> Non
     w0.sent_on(ctl, 2)  # the loop wrote it on link 2, which broke too
     assert w0.unacked == {ctl: (msg, 2)}
     w0.on_link_ready("w1", fr.Welcome(mac="m", lamport=6, processed=()), generation=3)
-    assert sink.records[-1].event == "RetrySend"  # type: ignore[attr-defined]
+    assert [e.event for e in sink.records[-2:]] == ["RetrySend", "LoseFirstAttempt"]  # type: ignore[attr-defined]
     w0.sent_on(ctl, 3)  # a late report for an entry no longer pending changes nothing
     assert ctl not in w0.unacked
 

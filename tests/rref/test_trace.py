@@ -68,7 +68,7 @@ def test_args_are_named_like_the_tla_parameters(
 
 def _all_events_run() -> MemorySink:
     sink = MemorySink()
-    Simulator(5, SimConfig(shutdown=True), sink).run(400)
+    Simulator(5, SimConfig(shutdown=True, lose_first_attempts=True), sink).run(400)
     return sink
 
 
@@ -85,7 +85,8 @@ def test_every_line_round_trips() -> None:
 def test_runs_perform_every_schema_event() -> None:
     seen: set[str] = set()
     for seed in range(6):
-        seen |= set(Simulator(seed, SimConfig(shutdown=seed % 2 == 0)).run(300).counts)
+        config = SimConfig(shutdown=seed % 2 == 0, lose_first_attempts=seed >= 3)
+        seen |= set(Simulator(seed, config).run(300).counts)
     sim = Simulator(0, SimConfig(timeouts=False))
     SCENARIOS["self_remote"](sim)
     seen |= set(sim.finish().counts)
@@ -159,8 +160,13 @@ def test_logged_sets_are_in_the_contract_order() -> None:
 
 @pytest.mark.parametrize(
     "config",
-    [SimConfig(), SimConfig(shutdown=True), SimConfig(workers=4, max_delay=2, shutdown=True)],
-    ids=["default", "shutdown", "four-workers"],
+    [
+        SimConfig(),
+        SimConfig(shutdown=True),
+        SimConfig(workers=4, max_delay=2, shutdown=True),
+        SimConfig(shutdown=True, lose_first_attempts=True),
+    ],
+    ids=["default", "shutdown", "four-workers", "lost-first-attempts"],
 )
 def test_direct_encoder_writes_the_models_bytes(tmp_path: Path, config: SimConfig) -> None:
     # The simulator renders events for a JsonlSink with EventEncoder, for any other sink with

@@ -65,6 +65,7 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "DropRRef": (("w", "f"), ("held",)),
     "DropOwnerRRef": (("w", "r"), ("ownerHeld",)),
     "RetrySend": (("m",), ()),
+    "LoseFirstAttempt": (("m",), ()),
     "TimeOutRemote": (
         ("w", "r", "f"),
         ("pendingUsers", "confirmedUsers", "timedOut", "selfCalls", "forks", "owners"),
@@ -163,9 +164,12 @@ def simulate(seed: int, steps: int, out: Path) -> None:
     TRUE in the headers, so WaitAllWorkers, DelAllUsersAndUnforkedOwners and DestroyInstance
     occur. All runs share one configuration, so a campaign's traces still validate in one TLC
     run (traces with different constants cannot share one); the workload phase before the
-    barrier is the same as without shutdown.
+    barrier is the same as without shutdown. Retried first attempts may be lost
+    (``lose_first_attempts``, RRef.tla ``LoseFirstAttempt``), as the runtime's are when a
+    connection breaks.
     """
     from protoref.rref.simulator import SimConfig, Simulator  # noqa: PLC0415 - campaigns only
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
-    Simulator(seed, SimConfig(shutdown=True), sink=JsonlSink(str(out))).run(steps)
+    config = SimConfig(shutdown=True, lose_first_attempts=True)
+    Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)

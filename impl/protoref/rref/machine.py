@@ -561,6 +561,11 @@ ACTION_TABLE: Final[tuple[ActionRow, ...]] = (
     ActionRow("DropOwnerRRef", _M + "drop_owner_rref", "Python GC releases an OwnerRRef"),
     ActionRow("RetrySend", "protoref.rref.simulator.Simulator.retry_send", "sendWithRetries"),
     ActionRow(
+        "LoseFirstAttempt",
+        "protoref.rref.simulator.Simulator.lose_first_attempt",
+        "a retried message lost with its connection",
+    ),
+    ActionRow(
         "TimeOutRemote",
         _M + "time_out_remote",
         "confirmPendingUser / finishCreatingOwnerRRef error path",

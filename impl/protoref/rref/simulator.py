@@ -38,6 +38,7 @@ from protoref.rref.state import Leak, Pair, RRefContext
 from protoref.rref.trace import (
     ActionArgs,
     EventEncoder,
+    LoseFirstAttemptArgs,
     RetrySendArgs,
     WaitAllWorkersArgs,
     make_event,
@@ -75,6 +76,10 @@ class SimConfig:
     app_weight: float = 0.35  # chance that a workload step is an application action
     check_invariants: bool = False  # check every spec invariant after every step (tests)
     shutdown: bool = False  # Shutdown: a graceful-shutdown phase after the workload
+    #: LoseFirstAttempt: the first attempt of a retried message may be lost (its connection
+    #: broke); only the retry's copy can still arrive. Off by default: with it on, the random
+    #: choices differ from step one, so every seed's trace would be another one.
+    lose_first_attempts: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -315,6 +320,19 @@ class Simulator:
         self._send(make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=2), lamport)
         self._record(RetrySendArgs.of(m), m.src, seq, lamport, self.contexts[m.src])
 
+    def lose_first_attempt(self, index: int) -> None:
+        """RRef.tla ``LoseFirstAttempt(m)``: the first attempt of a retried message, already
+        retried (``dup`` 1), is lost with its connection; the sender learns it when it redials
+        (as the runtime does) and logs it."""
+        net = self.net
+        m = net[index].msg
+        if m.type not in ev.RETRIED or m.dup != 1:
+            raise ValueError(f"LoseFirstAttempt of {m!r}: only retried first attempts")
+        net[index] = net[-1]
+        net.pop()
+        seq, lamport = self.clocks[m.src].local()
+        self._record(LoseFirstAttemptArgs.of(m), m.src, seq, lamport, self.contexts[m.src])
+
     def _system_options(self) -> Options:
         weights: list[float] = []
         actions: list[Callable[[], object]] = []
@@ -345,6 +363,11 @@ class Simulator:
                 actions += cached[2][1]
         if self.deadlines:
             self._timeout_options(weights, actions)
+        if self.config.lose_first_attempts:  # last, so that the other options keep their order
+            for i, env in enumerate(net):
+                if env.msg.dup == 1:
+                    weight(0.1)
+                    action(partial(self.lose_first_attempt, i))
         return weights, actions
 
     def _timeout_options(self, weights: list[float], actions: list[Callable[[], object]]) -> None:

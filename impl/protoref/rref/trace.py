@@ -145,6 +145,15 @@ class RetrySendArgs(ActionArgs):
         return trusted(cls, {"m": m})
 
 
+class LoseFirstAttemptArgs(ActionArgs):
+    action: ClassVar[str] = "LoseFirstAttempt"
+    m: Message
+
+    @classmethod
+    def of(cls, m: Message) -> Self:
+        return trusted(cls, {"m": m})
+
+
 class TimeOutRemoteArgs(_WRF):
     action: ClassVar[str] = "TimeOutRemote"
 
@@ -348,7 +357,7 @@ class _Delivered(_Post):
 
 
 class NoPost(_Post):
-    """RetrySend changes only ``net``."""
+    """RetrySend and LoseFirstAttempt change only ``net``."""
 
 
 class CreateLocalRRefPost(_OwnerHeld, _NextId): ...
@@ -463,6 +472,12 @@ class RetrySend(TraceEventBase):
     post: NoPost
 
 
+class LoseFirstAttempt(TraceEventBase):
+    event: Literal["LoseFirstAttempt"] = "LoseFirstAttempt"
+    args: LoseFirstAttemptArgs
+    post: NoPost
+
+
 class TimeOutRemote(TraceEventBase):
     event: Literal["TimeOutRemote"] = "TimeOutRemote"
     args: TimeOutRemoteArgs
@@ -561,6 +576,7 @@ _EVENTS: Final[tuple[type[TraceEventBase], ...]] = (
     DropRRef,
     DropOwnerRRef,
     RetrySend,
+    LoseFirstAttempt,
     TimeOutRemote,
     DelUser,
     AssignOwnerRRef,
@@ -586,6 +602,7 @@ RRefTraceEvent = Annotated[
     | DropRRef
     | DropOwnerRRef
     | RetrySend
+    | LoseFirstAttempt
     | TimeOutRemote
     | DelUser
     | AssignOwnerRRef

@@ -38,7 +38,7 @@ from protoref.rref.runtime.handle import RRef
 from protoref.rref.runtime.transport import corked
 from protoref.rref.runtime.udf import resolve
 from protoref.rref.state import RRefContext
-from protoref.rref.trace import RetrySendArgs, make_event
+from protoref.rref.trace import LoseFirstAttemptArgs, RetrySendArgs, make_event
 from protoref.tracing import NodeClock, NullSink, TraceSink
 
 __all__ = ["Node"]
@@ -574,6 +574,12 @@ class Node:
                 seq, lamport = self.clock.local()
                 if self.sink.enabled:
                     self.sink.emit(make_event(RetrySendArgs(m=m), self.me, seq, lamport, self.ctx))
+                # ... and that first attempt (now dup 1) is known lost: it went with the old
+                # link, the acceptor never applied it (RRef.tla LoseFirstAttempt)
+                seq, lamport = self.clock.local()
+                if self.sink.enabled:
+                    lost = LoseFirstAttemptArgs(m=m.model_copy(update={"dup": 1}))
+                    self.sink.emit(make_event(lost, self.me, seq, lamport, self.ctx))
                 copy = m.model_copy(update={"dup": 2})
             new = self.next_id()
             sent_on = self.send_frame(peer, fr.Proto, stamp=self.clock.lamport, msg=copy, ctl=new)
