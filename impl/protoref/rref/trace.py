@@ -136,22 +136,22 @@ class DropOwnerRRefArgs(_WR):
     action: ClassVar[str] = "DropOwnerRRef"
 
 
-class RetrySendArgs(ActionArgs):
+class _M(ActionArgs):
+    """The network's steps on one message ``m``."""
+
+    m: Message
+
+    @classmethod
+    def of(cls, m: Message) -> Self:
+        return trusted(cls, {"m": m})
+
+
+class RetrySendArgs(_M):
     action: ClassVar[str] = "RetrySend"
-    m: Message
-
-    @classmethod
-    def of(cls, m: Message) -> Self:
-        return trusted(cls, {"m": m})
 
 
-class LoseFirstAttemptArgs(ActionArgs):
+class LoseFirstAttemptArgs(_M):
     action: ClassVar[str] = "LoseFirstAttempt"
-    m: Message
-
-    @classmethod
-    def of(cls, m: Message) -> Self:
-        return trusted(cls, {"m": m})
 
 
 class TimeOutRemoteArgs(_WRF):
