@@ -298,7 +298,12 @@ Traces == TVRead("{DATA_FILE}")
 """
 
 
-def _wrapper(mapping: ProtocolMap, index: int, plan: DeltaPlan, frozen: str) -> str:
+def _log_slot(key: int, nodes: int) -> str:
+    """The index in ``tvLog`` (a tuple) of the acting node's value for delta key ``key``."""
+    return f"{(key - 1) * nodes + 1} + TVNode[tvE[2]]"
+
+
+def _wrapper(mapping: ProtocolMap, index: int, plan: DeltaPlan, frozen: str, nodes: int) -> str:
     action = mapping.actions[index]
     call = action.event
     if action.params:
@@ -315,11 +320,10 @@ def _wrapper(mapping: ProtocolMap, index: int, plan: DeltaPlan, frozen: str) -> 
             continue
         # The logged set is the node's previous one for this expression minus the removed
         # elements plus the added ones (tracecheck.postdelta); tvLog keeps it for the next.
-        rebuilt.append(
-            f"tvV{i} == (tvLog[<<{key}, tvE[2]>>] \\ tvE[4][{i}][1]) \\cup tvE[4][{i}][2]"
-        )
+        slot = _log_slot(key, nodes)
+        rebuilt.append(f"tvV{i} == (tvLog[{slot}] \\ tvE[4][{i}][1]) \\cup tvE[4][{i}][2]")
         delta.append(f"        /\\ {spec_value} = tvV{i}")
-        updates.append(f"![<<{key}, tvE[2]>>] = tvV{i}")
+        updates.append(f"![{slot}] = tvV{i}")
     body = list(full)
     if rebuilt:
         body += [
@@ -355,7 +359,9 @@ def _trace_module(
     """The breadth-first trace spec, or with ``sim_vars`` (the spec's variables, in the order
     of its ``vars``) the simulation pass's module."""
     frozen_vars = "tvTrace" if sim_vars is None else "<<tvTrace, tvInit>>"
-    wrappers = [_wrapper(mapping, i, plan, frozen_vars) for i in range(len(mapping.actions))]
+    wrappers = [
+        _wrapper(mapping, i, plan, frozen_vars, len(nodes)) for i in range(len(mapping.actions))
+    ]
     consume = " \\/ ".join(f"Is{a.event}" for a in mapping.actions)
     hidden = ""
     disjuncts = [consume]
@@ -363,12 +369,16 @@ def _trace_module(
     log_init: list[str] = []
     if plan.keys:
         variables += ", tvLog"
-        # A literal function, not [p \in ... |-> {}]: TLC keeps a function constructor lazy
-        # and chains every EXCEPT onto it, so each lookup walks all earlier updates (a
-        # 5,600-event trace spent a fifth of its time there).
-        pairs = [(k, n) for k in range(1, len(plan.keys) + 1) for n in nodes]
+        # A tuple with one slot per (key, node), key-major, not a function over <<key, node>>
+        # pairs: TLC rebuilds a function's hash index at the first lookup after each EXCEPT
+        # (7% of TLC's CPU on 20 RRef traces; a tuple is indexed directly: 9% less TLC CPU),
+        # and not a constructor [p \in ... |-> {}], which TLC keeps lazy and chains every
+        # EXCEPT onto (a 5,600-event trace spent a fifth of its time there). TVNode numbers
+        # the nodes from 0; it is a constant, so TLC indexes it once.
+        slots = len(plan.keys) * len(nodes)
         log_init = [
-            "TVLog0 == " + " @@ ".join(f"(<<{k}, {format_value(n)}>> :> {{}})" for k, n in pairs)
+            "TVLog0 == <<" + ", ".join(["{}"] * slots) + ">>",
+            "TVNode == " + " @@ ".join(f"({format_value(n)} :> {i})" for i, n in enumerate(nodes)),
         ]
     if sim_vars is not None:
         variables += ", tvInit"
