@@ -13,12 +13,7 @@ from protoref.errors import ProtocolError
 from protoref.rref.runtime import udfs
 from protoref.rref.runtime.agent import new_loop
 from protoref.rref.runtime.errors import CodecError, RPCError, UnresolvableFunctionError
-from support.rref_runtime import eventually, stop_world, world
-from tracecheck.protocols.rref import RREF
-from tracecheck.traces import load_trace, merge_traces
-from tracecheck.validate import validate_traces
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from support.rref_runtime import eventually, merged_trace, stop_world, validate_rref, world
 
 
 class Box:
@@ -153,11 +148,11 @@ def test_graceful_shutdown_deletes_held_users_reports_them_and_its_trace_is_acce
     assert not w1.node.ctx.forks
     with pytest.raises(rpc.RPCError, match="shut down"):
         w0.act(lambda: None)
-    merged = merge_traces([load_trace(tmp_path / f"w{i}.ndjson") for i in range(3)])
+    merged = merged_trace(tmp_path, 3)
     names = [e.event for e in merged.events]
     assert names.count("WaitAllWorkers") == 1
     assert names.count("DestroyInstance") == 3
-    report = validate_traces([merged], RREF, ROOT / "spec")
+    report = validate_rref(merged)
     assert report.all_accepted, [v.rejection for v in report.verdicts]
 
 

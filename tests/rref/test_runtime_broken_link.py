@@ -22,12 +22,15 @@ from pathlib import Path
 from protoref import rpc
 from protoref.rref.runtime import udfs
 from protoref.rref.runtime.agent import Agent
-from support.rref_runtime import TIMEOUT, eventually, start_world, stop_world
-from tracecheck.protocols.rref import RREF
-from tracecheck.traces import load_trace, merge_traces
-from tracecheck.validate import validate_traces
+from support.rref_runtime import (
+    TIMEOUT,
+    eventually,
+    merged_trace,
+    start_world,
+    stop_world,
+    validate_rref,
+)
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 NAMES = ("w0", "w1", "w2")
 SEED = 7
 ROUNDS = 8
@@ -85,7 +88,6 @@ def test_workers_recover_from_aborted_connections_and_the_spec_accepts_the_trace
     for agent in agents:  # nothing was refused: every re-sent frame was expected
         assert list(agent.node.rejected) == []
         assert list(agent.node.protocol_errors) == []
-    merged = merge_traces([load_trace(tmp_path / f"{n}.ndjson") for n in NAMES])
-    report = validate_traces([merged], RREF, ROOT / "spec")
+    report = validate_rref(merged_trace(tmp_path, len(NAMES)))
     assert report.all_accepted, [v.rejection for v in report.verdicts]
     assert report.coverage.get("AddForkOfOwnerIfNotPresent", 0) >= ROUNDS

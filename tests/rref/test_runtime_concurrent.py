@@ -11,12 +11,8 @@ from typing import Any
 from protoref import rpc
 from protoref.rref.runtime import udfs
 from protoref.rref.runtime.agent import Agent
-from support.rref_runtime import TIMEOUT, start_world, stop_world
-from tracecheck.protocols.rref import RREF
-from tracecheck.traces import load_trace, merge_traces
-from tracecheck.validate import validate_traces
+from support.rref_runtime import TIMEOUT, merged_trace, start_world, stop_world, validate_rref
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 NAMES = ("w0", "w1", "w2")
 
 
@@ -58,7 +54,6 @@ def test_concurrent_workers_produce_traces_the_spec_accepts(tmp_path: Path) -> N
     reports = stop_world(agents)
     assert errors == []
     assert all(r.leak_free for r in reports), reports
-    merged = merge_traces([load_trace(tmp_path / f"{n}.ndjson") for n in NAMES])
-    report = validate_traces([merged], RREF, ROOT / "spec")
+    report = validate_rref(merged_trace(tmp_path, len(NAMES)))
     assert report.all_accepted, [v.rejection for v in report.verdicts]
     assert report.coverage.get("AddForkOfOwnerIfNotPresent", 0) > 0  # user-to-user forks

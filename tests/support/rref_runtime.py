@@ -13,7 +13,11 @@ from typing import Any
 from protoref import rpc
 from protoref.rref.runtime.agent import Agent, ShutdownReport
 from protoref.rref.runtime.demo import free_port
+from tracecheck.protocols.rref import RREF
+from tracecheck.traces import Trace, load_trace, merge_traces
+from tracecheck.validate import ValidationReport, validate_traces
 
+SPEC_ROOT = Path(__file__).resolve().parent.parent.parent / "spec"
 SECRET = b"test-secret"
 TIMEOUT = 60.0
 
@@ -81,3 +85,14 @@ def eventually(pred: Callable[[], bool], what: str, timeout: float = 30.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"never happened: {what}")
         time.sleep(0.005)
+
+
+def merged_trace(folder: Path, n: int) -> Trace:
+    """The traces workers ``w0``..``w{n-1}`` of a world wrote into ``folder``, merged into one
+    causal order by their clocks."""
+    return merge_traces([load_trace(folder / f"w{i}.ndjson") for i in range(n)])
+
+
+def validate_rref(trace: Trace) -> ValidationReport:
+    """TLC's verdict on an RRef trace against spec/rref."""
+    return validate_traces([trace], RREF, SPEC_ROOT)
