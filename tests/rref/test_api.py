@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,14 @@ from protoref.errors import ProtocolError
 from protoref.rref.runtime import udfs
 from protoref.rref.runtime.agent import new_loop
 from protoref.rref.runtime.errors import CodecError, RPCError, UnresolvableFunctionError
-from support.rref_runtime import eventually, merged_trace, stop_world, validate_rref, world
+from support.rref_runtime import (
+    TIMEOUT,
+    eventually,
+    merged_trace,
+    stop_world,
+    validate_rref,
+    world,
+)
 
 
 class Box:
@@ -168,13 +177,32 @@ def test_either_event_loop_carries_calls_and_frames_bigger_than_the_socket_buffe
         assert type(w0.loop).__module__.split(".")[0] == event_loop
         rrefs = [rpc.remote("w1", udfs.add, (i, 1)) for i in range(20)]
         assert [r.to_here() for r in rrefs] == list(range(1, 21))
-        # 10 MB: more than the kernel's largest send buffer (4 MB by default), then small
-        # frames that must queue behind it.
-        payloads = ["x" * 10_000_000, "after", "and after"]
-        futures = [rpc.rpc_async("w1", udfs.echo, (p,)) for p in payloads]
+        # A 10 MB frame, then small frames that must queue behind it. Whether the kernel takes
+        # 10 MB in one non-blocking send depends on the machine (on loopback the receiver's
+        # buffer autotunes up to tcp_rmem's maximum, 32 MB here, while its loop drains it), so
+        # the test makes the stall certain: small buffers on this connection, and w1's loop held
+        # (nobody reads) until w0 has written what the kernel would take.
+        outbound, inbound = w0.transport.outbound["w1"], w1.transport.inbound["w0"]
+        for sock, option in ((outbound._sock, socket.SO_SNDBUF), (inbound._sock, socket.SO_RCVBUF)):
+            assert sock is not None
+            sock.setsockopt(socket.SOL_SOCKET, option, 64 * 1024)
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            held.set()
+            release.wait(TIMEOUT)
+
+        w1.loop.call_soon_threadsafe(hold)
+        assert held.wait(TIMEOUT)
+        try:
+            payloads = ["x" * 10_000_000, "after", "and after"]
+            futures = [rpc.rpc_async("w1", udfs.echo, (p,)) for p in payloads]
+            assert outbound.stalls > 0  # the kernel took part of the frame: the slow path runs
+            assert outbound.unsent() > 0
+        finally:
+            release.set()
         assert [f.wait() for f in futures] == payloads
-        links = [*w0.transport.outbound.values(), *w1.transport.outbound.values()]
-        assert sum(link.stalls for link in links) > 0  # the slow path did run
+        assert outbound.unsent() == 0
         del rrefs
         gc.collect()
         reports = stop_world([w0, w1])
