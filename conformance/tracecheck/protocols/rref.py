@@ -36,16 +36,19 @@ _SLICE = {
     "phase": "phase'[@]",
     # Global: the barrier is one step for all workers, logged by an environment actor.
     "stopping": "stopping'",
-    # users is a function ForkId -> UserRRef record; the worker's slice is a set of records.
-    "users": "{users'[f] : f \\in {g \\in DOMAIN users' : users'[g].on = @}}",
+    # users is a function ForkId -> UserRRef record; the worker's slice is a set of records,
+    # {users'[f] : f \in {g \in DOMAIN users' : users'[g].on = @}} (TraceOps; native in TLC
+    # with the Java reader: interpreted, it walked every UserRRef of the trace so far).
+    "users": 'TVImageBy(users\', "on", @)',
     # The message a handler took from the network: which copy of a retried message it was.
     # net' is sorted first (TVNorm): \ looks every message of net up in it.
     "delivered": "net \\ TVNorm(net')",
-    # {f \in X' : \E u \in users' : u.fork = f /\ u.on = @}: each fork of X' (a set of
+    # {f \in X' : \E u \in users' : u.fork = f /\ u.on = @}, which is TraceOps!TVSliceBy:
+    # {f \in X' : f \in DOMAIN users' /\ users'[f].on = @}, each fork of X' (a set of
     # UserRRefs by ForkId) looked up in users', a function, so one walk of X' and no search
     # (over a set of records this took |X| * |users| steps, and both grow along a trace).
     **{
-        name: f"{{f \\in {name}' : f \\in DOMAIN users' /\\ users'[f].on = @}}"
+        name: f"TVSliceBy({name}', users', \"on\", @)"
         for name in ("held", "fetching", "fetched", "deleted", "timedOut")
     },
 }

@@ -4,8 +4,9 @@
 // method annotated with @TLAPlusOperator replace the TLA+ operator it names. SANY needs
 // seconds per megabyte to parse and level-check a trace written as a TLA+ literal (a
 // 2.9 MB batch: 3.4 s parsing, 5.7 s semantic processing); this reader builds the same
-// values directly. tracecheck compiles it on first use (tracecheck/javaread.py) and falls
-// back to the TLA+ constant module where no Java compiler is found.
+// values directly. tracecheck compiles it on first use (tracecheck/javareader.py) and falls
+// back to the TLA+ constant module where no Java compiler is found. The same class computes
+// the operators of the generated module TraceOps natively (see below).
 package tlc2.overrides;
 
 import java.io.IOException;
@@ -26,6 +27,7 @@ import tlc2.value.impl.SetEnumValue;
 import tlc2.value.impl.StringValue;
 import tlc2.value.impl.TupleValue;
 import tlc2.value.impl.Value;
+import tlc2.value.impl.ValueVec;
 import util.UniqueString;
 
 public class TLCOverrides implements ITLCOverrides {
@@ -76,6 +78,131 @@ public class TLCOverrides implements ITLCOverrides {
             traces.add(new TupleValue(events.toArray(new Value[0])));
         }
         return new TupleValue(traces.toArray(new Value[0]));
+    }
+
+    // ------------------------------------------------------------------ TraceOps
+    // Native versions of the operators of the generated module TraceOps, which the mappings'
+    // post-state expressions use. Each computes exactly its TLA+ definition (given there, and
+    // used by TLC when this class is not on the classpath); tests compare the two on every
+    // kind of argument. Interpreted, the RRef mapping's slices were a quarter of TLC's time:
+    // they walk every UserRRef of a trace, element by element through TLC's evaluator.
+
+    /**
+     * TraceOps!TVSliceBy(X, U, k, w) == {x \in X : x \in DOMAIN U /\ U[x][k] = w}: the part
+     * of the set X whose entry in the function U (of records) has w in field k.
+     */
+    @TLAPlusOperator(identifier = "TVSliceBy", module = "TraceOps", minLevel = 0)
+    public static Value sliceBy(final Value xs, final Value fn, final Value key, final Value w) {
+        final SetEnumValue set = asSet(xs, "TVSliceBy");
+        final FcnRcdValue f = asFunction(fn, "TVSliceBy");
+        final ValueVec out = new ValueVec();
+        for (int i = 0; i < set.elems.size(); i++) {
+            final Value x = set.elems.elementAt(i);
+            final Value u = lookup(f, x);
+            if (u != null && field(u, key, "TVSliceBy").equals(w)) {
+                out.addElement(x);
+            }
+        }
+        return new SetEnumValue(out, true); // a subsequence of a sorted set is sorted
+    }
+
+    /**
+     * TraceOps!TVImageBy(U, k, w) == {U[x] : x \in {y \in DOMAIN U : U[y][k] = w}}: the
+     * entries of the function U (of records) that have w in field k.
+     */
+    @TLAPlusOperator(identifier = "TVImageBy", module = "TraceOps", minLevel = 0)
+    public static Value imageBy(final Value fn, final Value key, final Value w) {
+        final FcnRcdValue f = asFunction(fn, "TVImageBy");
+        final ValueVec out = new ValueVec();
+        for (int i = 0; i < f.values.length; i++) {
+            if (field(f.values[i], key, "TVImageBy").equals(w)) {
+                out.addElement(f.values[i]);
+            }
+        }
+        return new SetEnumValue(out, false).normalize();
+    }
+
+    /**
+     * TraceOps!TVPatch(S, R, A) == (S \ R) \cup A: a logged set rebuilt from its last value
+     * and the step's difference, sorted by one merge (TLC's \cup leaves its result unsorted,
+     * and the post-state comparison then sorted it again).
+     */
+    @TLAPlusOperator(identifier = "TVPatch", module = "TraceOps", minLevel = 0)
+    public static Value patch(final Value s0, final Value r0, final Value a0) {
+        final SetEnumValue s = asSet(s0, "TVPatch");
+        final SetEnumValue r = asSet(r0, "TVPatch");
+        final SetEnumValue a = asSet(a0, "TVPatch");
+        if (!(s.isNormalized() && r.isNormalized() && a.isNormalized())) {
+            // elements TLC cannot order (mixed kinds): its own operators, as the definition
+            return ((SetEnumValue) s.diff(r)).cup(a);
+        }
+        final ValueVec out = new ValueVec(s.elems.size() + a.elems.size());
+        int i = 0, j = 0, k = 0;
+        final int ns = s.elems.size(), nr = r.elems.size(), na = a.elems.size();
+        while (i < ns || k < na) {
+            if (i < ns) {
+                final Value x = s.elems.elementAt(i);
+                while (j < nr && r.elems.elementAt(j).compareTo(x) < 0) {
+                    j++;
+                }
+                if (j < nr && r.elems.elementAt(j).compareTo(x) == 0) {
+                    i++; // removed
+                    continue;
+                }
+                if (k < na) {
+                    final int c = x.compareTo(a.elems.elementAt(k));
+                    if (c == 0) {
+                        k++; // in both: once
+                    } else if (c > 0) {
+                        out.addElement(a.elems.elementAt(k++));
+                        continue;
+                    }
+                }
+                out.addElement(x);
+                i++;
+            } else {
+                out.addElement(a.elems.elementAt(k++));
+            }
+        }
+        return new SetEnumValue(out, true);
+    }
+
+    private static SetEnumValue asSet(final Value v, final String op) {
+        final Value set = v.toSetEnum();
+        if (!(set instanceof SetEnumValue)) {
+            throw new EvalException(EC.GENERAL, op + ": not a finite set: " + v);
+        }
+        final SetEnumValue out = (SetEnumValue) set;
+        out.normalize();
+        return out;
+    }
+
+    private static FcnRcdValue asFunction(final Value v, final String op) {
+        final Value f = v.toFcnRcd();
+        if (!(f instanceof FcnRcdValue)) {
+            throw new EvalException(EC.GENERAL, op + ": not a function: " + v);
+        }
+        final FcnRcdValue out = (FcnRcdValue) f;
+        out.normalize(); // sorted domain: lookups are binary searches
+        return out;
+    }
+
+    /** f[x] if x \in DOMAIN f, else null (never an error: that is the definitions' guard). */
+    private static Value lookup(final FcnRcdValue f, final Value x) {
+        if (f.intv != null) { // 1..n: only integers can be in it
+            return x instanceof IntValue ? f.select(x) : null;
+        }
+        return f.select(x);
+    }
+
+    /** u[k], failing as TLC does when u has no such field. */
+    private static Value field(final Value u, final Value key, final String op) {
+        final Value rcd = u.toRcd();
+        final Value v = rcd instanceof RecordValue ? ((RecordValue) rcd).select(key) : null;
+        if (v == null) {
+            throw new EvalException(EC.GENERAL, op + ": " + u + " has no field " + key);
+        }
+        return v;
     }
 
     /** A recursive-descent reader of one line; nesting depth is bounded by the trace's. */

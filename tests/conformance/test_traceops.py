@@ -1,0 +1,117 @@
+"""TraceOps, the operators of the mappings' post-state expressions: the Java reader's native
+versions compute exactly the TLA+ definitions that TLC evaluates without it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tracecheck.javareader import reader_classes
+from tracecheck.results import Verdict
+from tracecheck.tlc import TLCOptions, run_tlc
+from tracecheck.tracespec import _OPS_MODULE, OPS_MODULE
+
+#: (native call, the same with the definition's copy) for every kind of argument the
+#: mappings pass and the edges around them: elements outside the function's domain, the empty
+#: function (<<>>, a tuple to TLC), integer domains, records and tuples as elements, a removed
+#: element added back, removals that are not there, duplicates between S and A.
+CASES = [
+    'SliceBy({}, U1, "on", "w0")',
+    'SliceBy({<<"w0", 1>>, <<"w1", 9>>, <<"w2", 2>>}, U1, "on", "w0")',
+    'SliceBy({<<"w0", 1>>, <<"w1", 9>>, <<"w2", 2>>}, U1, "on", "w1")',
+    'SliceBy({<<"w0", 1>>}, <<>>, "on", "w0")',
+    'SliceBy({1, 2, 3}, <<[on |-> "a"], [on |-> "b"]>>, "on", "a")',
+    'SliceBy({2, 7}, <<[on |-> "a"], [on |-> "b"]>>, "on", "b")',
+    'SliceBy({<<"w0", 1>>, <<"w2", 2>>}, U1, "rref", <<"w0", 1>>)',
+    'ImageBy(U1, "on", "w0")',
+    'ImageBy(U1, "on", "nobody")',
+    'ImageBy(<<>>, "on", "w0")',
+    'ImageBy(<<[on |-> 1, x |-> 2], [on |-> 1, x |-> 1], [on |-> 2, x |-> 0]>>, "on", 1)',
+    "Patch({}, {}, {})",
+    "Patch({1, 2, 3}, {2}, {})",
+    "Patch({1, 2, 3}, {}, {0, 4})",
+    "Patch({1, 2, 3}, {2, 9}, {2, 3, 5})",
+    "Patch({1, 2, 3}, {1, 2, 3}, {})",
+    "Patch({}, {7}, {3, 1})",
+    'Patch({<<"a", 1>>, <<"b", 2>>}, {<<"a", 1>>}, {<<"c", 0>>, <<"b", 2>>})',
+    "Patch({[k |-> 1], [k |-> 2]}, {[k |-> 2]}, {[k |-> 0], [k |-> 3]})",
+    "Patch({{1}, {2}}, {{2}}, {{}, {1, 2}})",
+]
+
+_USERS = (
+    'U1 == (<<"w0", 1>> :> [on |-> "w0", rref |-> <<"w0", 1>>]) @@ '
+    '(<<"w1", 9>> :> [on |-> "w1", rref |-> <<"w0", 1>>]) @@ '
+    '(<<"w0", 5>> :> [on |-> "w0", rref |-> <<"w1", 3>>])'
+)
+
+
+def _module(checks: list[str]) -> str:
+    body = _OPS_MODULE.split("\n", 1)[1].rsplit("====", 1)[0]
+    # The definitions again under other names: TLC overrides only the TraceOps ones.
+    copies = re.sub(r"^TV(\w+)\(", r"Def\1(", body, flags=re.M)
+    return "\n".join(
+        [
+            "---- MODULE Check ----",
+            f"EXTENDS {OPS_MODULE}, TLC, Integers",
+            copies,
+            _USERS,
+            *(f"ASSUME {c}" for c in checks),
+            "VARIABLE x",
+            "Init == x = 0",
+            "Next == UNCHANGED x",
+            "====",
+            "",
+        ]
+    )
+
+
+def _run(tmp_path: Path, checks: list[str]) -> tuple[Verdict, str]:
+    classes = reader_classes()
+    assert classes is not None, "the Java reader did not compile: is `javac` installed?"
+    (tmp_path / f"{OPS_MODULE}.tla").write_text(_OPS_MODULE, encoding="utf-8")
+    (tmp_path / "Check.tla").write_text(_module(checks), encoding="utf-8")
+    (tmp_path / "Check.cfg").write_text("INIT Init\nNEXT Next\n", encoding="utf-8")
+    result = run_tlc(tmp_path / "Check.tla", options=TLCOptions(classpath=(classes,)))
+    said = [result.summary, *(e.message for e in result.errors), *result.printed]
+    return result.verdict, "\n".join(said)
+
+
+def test_native_operators_equal_their_definitions(tmp_path: Path) -> None:
+    checks = [f"TV{c} = Def{c}" for c in CASES]
+    verdict, text = _run(tmp_path, checks)
+    assert verdict is Verdict.SUCCESS, text
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        'TVSliceBy({<<"w0", 1>>, <<"w1", 9>>}, U1, "on", "w0") = {<<"w1", 9>>}',
+        'TVImageBy(U1, "on", "w1") = {}',
+        "TVPatch({1, 2}, {2}, {3}) = {1, 2, 3}",
+    ],
+)
+def test_a_wrong_expectation_fails(tmp_path: Path, wrong: str) -> None:
+    """The comparison above has teeth: the native operators do not return anything at all."""
+    verdict, _ = _run(tmp_path, [wrong])
+    assert verdict is not Verdict.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("call", "native_error"),
+    [
+        ('TVSliceBy({1}, <<[x |-> 1]>>, "on", 1)', 'TVSliceBy: [x |-> 1] has no field "on"'),
+        ('TVImageBy(<<[x |-> 1]>>, "on", 1)', 'TVImageBy: [x |-> 1] has no field "on"'),
+        ("TVPatch(1, {}, {})", "TVPatch: not a finite set: 1"),
+    ],
+)
+def test_the_native_operators_are_the_ones_run(
+    tmp_path: Path, call: str, native_error: str
+) -> None:
+    """An argument of the wrong kind is an error, and the error is the Java reader's own:
+    so the comparison above is of the native operators with the definitions, not of the
+    definitions with themselves."""
+    verdict, text = _run(tmp_path, [f"{call} = {{}}"])
+    assert verdict is not Verdict.SUCCESS
+    assert native_error in text, text[-2000:]
