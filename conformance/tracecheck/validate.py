@@ -35,15 +35,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tracecheck.errors import TracecheckError
 from tracecheck.javareader import reader_classes
 from tracecheck.mapping import ProtocolMap
 from tracecheck.nogc import paused_gc
 from tracecheck.results import TLCResult, Verdict
+from tracecheck.schema import check_events
 from tracecheck.tlc import TLCOptions, run_tlc
-from tracecheck.traces import Trace, TraceEvent, TraceFormatError
+from tracecheck.traces import Trace, TraceEvent
 from tracecheck.tracespec import (
     DATA_FILE,
     DONE_TAG,
@@ -215,21 +216,11 @@ def _check_schemas(traces: Sequence[Trace], mapping: ProtocolMap) -> None:
 
 
 def check_schema(trace: Trace, mapping: ProtocolMap) -> None:
-    """Validate every event against the implementation's own event schema, if it has one."""
+    """Validate every event against the implementation's own event schema, if it has one
+    (each logged set's elements once per trace: :mod:`tracecheck.schema`)."""
     if mapping.event_schema is None:
         return
-    adapter = _schema(mapping.event_schema)
-    for event, line in zip(trace.events, trace.lines, strict=True):
-        try:
-            # dict(event): the fields as they are (model_dump deep-copied args and post, a
-            # fifth of this check's time; the adapter builds its own models anyway)
-            adapter.validate_python(dict(event))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"][1:] or first["loc"])
-            raise TraceFormatError(
-                trace.source, line, f"field {field}: {first['msg']} ({event.event} schema)"
-            ) from exc
+    check_events(trace, _schema(mapping.event_schema))
 
 
 def _require_clean(result: TLCResult, what: str) -> None:
