@@ -58,6 +58,7 @@ _OPTIONS: Final = (
 )
 _dumps: Final = orjson.dumps
 _MISSING: Final = object()
+_EMPTY: Final[dict[str, Any]] = {"#set": []}
 # Keys of a set field's schemas that leave its validity the conjunction of its elements'
 # (anything else, such as min_length or strict, and the field is validated whole).
 _SET_KEYS: Final = frozenset({"type", "items_schema", "metadata", "serialization", "ref"})
@@ -112,8 +113,13 @@ def check_events(trace: Trace, adapter: TypeAdapter[Any]) -> None:
                     cut = _cut(value["#set"], slots.get(where), number, memo)
                     if cut is not None:
                         slot, new = cut
-                        reduced[key] = {"#set": [x for _, x in new]}
-                        gained.append((where, slot, memo, new))
+                        if new:
+                            reduced[key] = {"#set": [x for _, x in new]}
+                            gained.append((where, slot, memo, new))
+                        else:  # (most sets: pydantic does not change its input)
+                            reduced[key] = _EMPTY
+                            if slot is not slots.get(where):
+                                gained.append((where, slot, memo, new))
             fields["post"] = reduced
         try:
             validate(fields)
@@ -145,32 +151,33 @@ def _cut(
     (a value equal in Python but not in JSON, such as True for 1, fails this)."""
     try:
         code = _dumps(items, None, _OPTIONS)
-        n = len(items)
         if slot is None or slot[3] != number:
-            i = k = 0
-            codes = list(map(_dumps, items, repeat(None), repeat(_OPTIONS)))
+            codes = fresh_codes = list(map(_dumps, items, repeat(None), repeat(_OPTIONS)))
+            fresh = items
         else:
             last, last_code, known, _ = slot
             if code == last_code and items == last:
                 # the node logs the set it logged last time (same JSON, equal values)
                 return slot, []
+            n = len(items)
             m = len(last)
-            i = next(compress(count(), map(ne, items, last)), min(n, m))
-            rest = min(n, m) - i
-            k = min(next(compress(count(), map(ne, reversed(items), reversed(last))), rest), rest)
-            middle = list(map(_dumps, items[i : n - k], repeat(None), repeat(_OPTIONS)))
-            codes = known[:i] + middle + known[m - k :]
-            if b"[" + b",".join(codes) + b"]" != code:
-                i = k = 0
-                codes = list(map(_dumps, items, repeat(None), repeat(_OPTIONS)))
+            short = min(n, m)
+            i = next(compress(count(), map(ne, items, last)), short)
+            k = min(
+                next(compress(count(), map(ne, reversed(items), reversed(last))), short), short - i
+            )
+            fresh = items[i : n - k]
+            fresh_codes = list(map(_dumps, fresh, repeat(None), repeat(_OPTIONS)))
+            codes = known[:i]
+            codes += fresh_codes
+            codes += known[m - k :]
+            if b",".join(codes) != code[1:-1]:  # (orjson writes a list as "[" a "," b ... "]")
+                codes = fresh_codes = list(map(_dumps, items, repeat(None), repeat(_OPTIONS)))
+                fresh = items
     except TypeError:  # orjson.JSONEncodeError
         return None
     get = memo.get
-    new = [
-        (c, x)
-        for c, x in zip(codes[i : n - k], items[i : n - k], strict=True)
-        if get(c, _MISSING) != x
-    ]
+    new = [(c, x) for c, x in zip(fresh_codes, fresh, strict=True) if get(c, _MISSING) != x]
     return (items, code, codes, number), new
 
 
