@@ -16,8 +16,9 @@ compiled pydantic-core schema makes its validity the conjunction of its elements
 (:func:`_kind`): the field is the trace contract's set (``tla_set_in`` before a ``frozenset``
 without length bounds or strictness), and neither the event model nor its post model has a
 validator that could see the cut set (a model validator, a validator taking ``info``, a custom
-``__init__``). When a cut event fails, the event is validated again whole and the first error
-of that is reported: the message is the one the schema gives for the event as logged.
+``__init__``; one taking ``info`` in a type shared between fields turns the cut off). When a
+cut event fails, the event is validated again whole and the first error of that is reported:
+the message is the one the schema gives for the event as logged.
 
 An element is skipped only if an element validated before has the same JSON text (orjson;
 subclasses of str, int, dict and list refused) and is equal to it (``==``): True where 1 was
@@ -204,6 +205,10 @@ def _kinds(schema: CoreSchema, classes: dict[str, int]) -> dict[str, _Kind]:
     """The event kinds whose post-state sets can be reduced, from the compiled schema: a union
     tagged by ``event`` of plain models (see the module docstring)."""
     if schema["type"] == "definitions":
+        # Shared types (models, named tuples) are defined once and referred to; a validator
+        # taking ``info`` in one of them is not looked for where it is used: none is allowed.
+        if any(s.get("type") == "with-info" for s in _dicts(schema["definitions"], set())):
+            return {}
         schema = schema["schema"]
     if schema["type"] != "tagged-union" or schema["discriminator"] != "event":
         return {}

@@ -373,3 +373,40 @@ def test_an_equal_value_with_other_json_or_type_is_validated_again() -> None:
     assert grown is not None
     assert [x for _, x in grown[1]] == [["w0", 3]]
     assert _cut([{1, 2}], slot, 0, memo) is None  # not JSON: validated whole
+
+
+class _Item(FrozenModel):
+    name: str
+    size: int
+
+    @field_validator("size")
+    @classmethod
+    def _sized(cls, value: int, info: ValidationInfo) -> int:
+        del info
+        return value
+
+
+class _ItemsPost(FrozenModel):
+    stock: Annotated[frozenset[_Item], BeforeValidator(tla_set_in)]
+    sold: Annotated[frozenset[_Item], BeforeValidator(tla_set_in)]
+
+
+class Stocked(TraceEventBase):
+    event: Literal["Stocked"] = "Stocked"
+    args: _Args
+    post: _ItemsPost
+
+
+class Sold(TraceEventBase):
+    event: Literal["Sold"] = "Sold"
+    args: _Args
+    post: _ItemsPost
+
+
+def test_a_validator_taking_info_in_a_shared_type_turns_the_cut_off() -> None:
+    """Types used in several places are compiled once, as definitions, apart from where they
+    are used; one with a validator taking ``info`` (which could read other fields) is not
+    worth telling apart: every event is validated whole."""
+    adapter: TypeAdapter[Any] = TypeAdapter(Annotated[Stocked | Sold, Field(discriminator="event")])
+    assert adapter.core_schema["type"] == "definitions"
+    assert _plan(adapter).kinds == {}
