@@ -3,15 +3,21 @@ versions compute exactly the TLA+ definitions that TLC evaluates without it."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from tracecheck.javareader import reader_classes
+from support.rref_runtime import SPEC_ROOT
+from tracecheck.javareader import READER_ENV, reader_classes
+from tracecheck.protocols import load_simulator
+from tracecheck.protocols.rref import RREF
 from tracecheck.results import Verdict
 from tracecheck.tlc import TLCOptions, run_tlc
+from tracecheck.traces import load_trace, parse_trace_lines
 from tracecheck.tracespec import _OPS_MODULE, OPS_MODULE
+from tracecheck.validate import validate_traces
 
 #: (native call, the same with the definition's copy) for every kind of argument the
 #: mappings pass and the edges around them: elements outside the function's domain, the empty
@@ -115,3 +121,33 @@ def test_the_native_operators_are_the_ones_run(
     verdict, text = _run(tmp_path, [f"{call} = {{}}"])
     assert verdict is not Verdict.SUCCESS
     assert native_error in text, text[-2000:]
+
+
+def test_rref_traces_get_the_same_verdicts_with_and_without_the_native_operators(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The RRef mapping through TraceOps: the Java reader's operators and TLC evaluating the
+    definitions accept the same traces and reject a broken one at the same event."""
+    simulate = load_simulator("rref")
+    good = []
+    for seed in (3, 4):
+        simulate(seed, 60, tmp_path / f"s{seed}.ndjson")
+        good.append(load_trace(tmp_path / f"s{seed}.ndjson"))
+    # a UserRRef slice (TVSliceBy) that loses an element: the first DropRRef logs held as if
+    # the dropped UserRRef were still held
+    lines = (tmp_path / "s3.ndjson").read_text(encoding="utf-8").splitlines()
+    index = next(i for i, line in enumerate(lines) if '"event":"DropRRef"' in line)
+    event = json.loads(lines[index])
+    event["post"]["held"]["#set"].append(event["args"]["f"])
+    lines[index] = json.dumps(event)
+    bad = parse_trace_lines(lines, "s3-broken")
+    verdicts = {}
+    for reader in ("1", "0"):
+        monkeypatch.setenv(READER_ENV, reader)
+        report = validate_traces([*good, bad], RREF, SPEC_ROOT, explain=False)
+        verdicts[reader] = [
+            (v.accepted, v.rejection and v.rejection.index) for v in report.verdicts
+        ]
+    assert verdicts["1"] == verdicts["0"]
+    assert verdicts["1"][:2] == [(True, None), (True, None)]
+    assert verdicts["1"][2] == (False, index)  # lines[0] is the header: event index = line - 1
