@@ -32,10 +32,10 @@ test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
 	$(BIN)/pytest
 
 .PHONY: lint
-lint: setup ## ruff and mypy --strict on impl/ and conformance/
-	$(BIN)/ruff check impl conformance tests
-	$(BIN)/ruff format --check impl conformance tests
-	$(BIN)/mypy impl/protoref conformance/tracecheck
+lint: setup ## ruff and mypy --strict on impl/, conformance/ and the spec folders' scripts
+	$(BIN)/ruff check impl conformance tests spec
+	$(BIN)/ruff format --check impl conformance tests spec
+	$(BIN)/mypy impl/protoref conformance/tracecheck $(wildcard spec/*/*.py)
 
 .PHONY: conformance
 conformance: setup ## a larger conformance campaign: 200 seeded RRef runs through the checker

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,8 +62,8 @@ class Leaf:
 @dataclass
 class If:
     cond: str
-    then: "Node"
-    other: "Node"
+    then: Node
+    other: Node
 
 
 Node = Leaf | If
@@ -77,7 +78,7 @@ def operator_body(text: str, name: str) -> str:
     start = re.search(rf"^{name}\s*\([^)]*\)\s*==", text, flags=re.M)
     if start is None:
         raise SystemExit(f"{SPEC.name}: operator {name} not found")
-    rest = text[start.end():]
+    rest = text[start.end() :]
     # The body ends at the next line that starts a definition or a separator.
     end = re.search(r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\([^)]*\))?\s*==|-{4,}|={4,})", rest, flags=re.M)
     return rest[: end.start()] if end else rest
@@ -202,11 +203,11 @@ def render() -> str:
     )
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="fail if docs/rendezvous.md is stale")
     ap.add_argument("--print", action="store_true", help="print the generated block only")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     block = render()
     if args.print:
         print(block)
@@ -219,7 +220,9 @@ def main() -> int:
     updated = pattern.sub(lambda _m: block, docs)
     if args.check:
         if updated != docs:
-            print(f"{DOCS.name}: join-op diagram is stale; run {Path(__file__).name}", file=sys.stderr)
+            print(
+                f"{DOCS.name}: join-op diagram is stale; run {Path(__file__).name}", file=sys.stderr
+            )
             return 1
         return 0
     DOCS.write_text(updated, encoding="utf-8")

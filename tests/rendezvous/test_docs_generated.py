@@ -1,0 +1,55 @@
+"""docs/rendezvous.md's generated parts are what their scripts make of the spec now: the join-op
+diagram (from the spec's text) and the counterexample tables (from TLC runs of the must-fail
+models), so that the design reference cannot drift from the spec it explains."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "spec" / "rendezvous"
+#: The models whose tables are checked here (a few seconds of TLC each). The other table,
+#: MCDynamicRendezvous_waitlist_full, takes TLC about 45 s: `render_cex.py --check` covers it.
+FAST = (
+    "MCDynamicRendezvous_lost_update",
+    "MCDynamicRendezvous_arrival_ranks",
+    "MCDynamicRendezvous_below_min",
+    "MCDynamicRendezvous_live_lastcall_long",
+    "MCDynamicRendezvousBootstrap_d7",
+)
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"rendezvous_{name}", SCRIPTS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it is executed
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_join_op_diagram_is_current() -> None:
+    assert _script("gen_join_diagram").main(["--check"]) == 0
+
+
+def test_the_counterexample_tables_are_current() -> None:
+    assert _script("render_cex").main(["--check", "--only", *FAST]) == 0
+
+
+def test_a_stale_table_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    render_cex = _script("render_cex")
+    docs = tmp_path / "rendezvous.md"
+    text = render_cex.DOCS.read_text(encoding="utf-8")
+    # step 13 of the lost update, the write that should have lost, now claims it lost
+    wrong = text.replace("| 13 | SyncWriteWon | 2 |", "| 13 | SyncWriteLost | 2 |", 1)
+    assert wrong != text
+    docs.write_text(wrong, encoding="utf-8")
+    monkeypatch.setattr(render_cex, "DOCS", docs)
+    assert render_cex.main(["--check", "--only", "MCDynamicRendezvous_lost_update"]) == 1
+    assert render_cex.main(["--write", "--only", "MCDynamicRendezvous_lost_update"]) == 0
+    assert docs.read_text(encoding="utf-8") == text
