@@ -310,6 +310,8 @@ TVSliceBy(X, U, k, w) == {{x \\in X : x \\in DOMAIN U /\\ U[x][k] = w}}
 TVImageBy(U, k, w) == {{U[x] : x \\in {{y \\in DOMAIN U : U[y][k] = w}}}}
 \\* A logged set rebuilt from its last value S and a step's difference (removed R, added A).
 TVPatch(S, R, A) == (S \\ R) \\cup A
+\\* S \\ T (natively: one merge of the two sets sorted).
+TVMinus(S, T) == S \\ T
 ====
 """
 

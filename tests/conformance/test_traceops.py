@@ -44,6 +44,13 @@ CASES = [
     'Patch({<<"a", 1>>, <<"b", 2>>}, {<<"a", 1>>}, {<<"c", 0>>, <<"b", 2>>})',
     "Patch({[k |-> 1], [k |-> 2]}, {[k |-> 2]}, {[k |-> 0], [k |-> 3]})",
     "Patch({{1}, {2}}, {{2}}, {{}, {1, 2}})",
+    "Minus({}, {})",
+    "Minus({1, 2, 3}, {})",
+    "Minus({}, {1})",
+    "Minus({1, 2, 3, 5}, {0, 2, 4, 5, 9})",
+    "Minus({3, 1, 2}, {2, 1, 3})",
+    'Minus({[t |-> "A", d |-> 1], [t |-> "B", d |-> 2]}, {[t |-> "B", d |-> 2]})',
+    'Minus({<<"w0", 1>>, <<"w1", 2>>}, {<<"w1", 2>>, <<"w2", 0>>})',
 ]
 
 _USERS = (
@@ -96,6 +103,7 @@ def test_native_operators_equal_their_definitions(tmp_path: Path) -> None:
         'TVSliceBy({<<"w0", 1>>, <<"w1", 9>>}, U1, "on", "w0") = {<<"w1", 9>>}',
         'TVImageBy(U1, "on", "w1") = {}',
         "TVPatch({1, 2}, {2}, {3}) = {1, 2, 3}",
+        "TVMinus({1, 2}, {2}) = {}",
     ],
 )
 def test_a_wrong_expectation_fails(tmp_path: Path, wrong: str) -> None:
@@ -110,6 +118,7 @@ def test_a_wrong_expectation_fails(tmp_path: Path, wrong: str) -> None:
         ('TVSliceBy({1}, <<[x |-> 1]>>, "on", 1)', 'TVSliceBy: [x |-> 1] has no field "on"'),
         ('TVImageBy(<<[x |-> 1]>>, "on", 1)', 'TVImageBy: [x |-> 1] has no field "on"'),
         ("TVPatch(1, {}, {})", "TVPatch: not a finite set: 1"),
+        ("TVMinus({1}, 2)", "TVMinus: not a finite set: 2"),
     ],
 )
 def test_the_native_operators_are_the_ones_run(

@@ -41,8 +41,9 @@ _SLICE = {
     # with the Java reader: interpreted, it walked every UserRRef of the trace so far).
     "users": 'TVImageBy(users\', "on", @)',
     # The message a handler took from the network: which copy of a retried message it was.
-    # net' is sorted first (TVNorm): \ looks every message of net up in it.
-    "delivered": "net \\ TVNorm(net')",
+    # net \ net' (TraceOps!TVMinus: natively one merge of the two sets, sorted; TLC's own \
+    # looked every message of net up in net', once TVNorm had sorted it).
+    "delivered": "TVMinus(net, net')",
     # {f \in X' : \E u \in users' : u.fork = f /\ u.on = @}, which is TraceOps!TVSliceBy:
     # {f \in X' : f \in DOMAIN users' /\ users'[f].on = @}, each fork of X' (a set of
     # UserRRefs by ForkId) looked up in users', a function, so one walk of X' and no search
