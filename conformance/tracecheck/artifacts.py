@@ -4,9 +4,10 @@ A rejection in CI must be reproducible from the CI output alone, so every failin
 (a rejected trace, or an accepted one that breaks a spec invariant) writes one folder:
 
 - the failing traces, byte for byte when they came from files;
-- the generated ``TraceData.tla``, ``TraceSpec.tla`` and ``TraceSpec.cfg`` for exactly those
-  traces (``tracecheck tlc TraceSpec.tla --no-deadlock --library SPEC/<protocol>`` replays
-  them, see ``rerun.txt``), and ``TraceWitness.tla``/``.cfg`` when an invariant broke;
+- the generated ``TraceData.tla``, ``TraceSpec.tla``, ``TraceOps.tla`` and ``TraceSpec.cfg``
+  for exactly those traces (``tracecheck tlc TraceSpec.tla --no-deadlock --library
+  SPEC/<protocol>`` replays them, see ``rerun.txt``), and ``TraceWitness.tla``/``.cfg`` when an
+  invariant broke;
 - ``report.txt`` (the readable report) and ``report.json``.
 
 The folder is ``artifacts/tracecheck/<UTC time>-<protocol>`` under the working directory, or
@@ -32,7 +33,7 @@ from tracecheck.mapping import ProtocolMap
 from tracecheck.protocols import load_mapping
 from tracecheck.report import print_report
 from tracecheck.traces import Trace, load_trace
-from tracecheck.tracespec import DATA_MODULE, TRACE_MODULE, render_batch
+from tracecheck.tracespec import TRACE_MODULE, render_batch
 from tracecheck.validate import ValidationReport
 from tracecheck.witness import (
     WITNESS_MODULE,
@@ -128,8 +129,9 @@ def keep_failures(
     taken: set[str] = set()
     names = [_write_trace(t, folder, taken) for t in failing]
     rendered = render_batch(failing, mapping)
-    (folder / f"{DATA_MODULE}.tla").write_text(rendered.data_module, encoding="utf-8")
-    (folder / f"{TRACE_MODULE}.tla").write_text(rendered.trace_module, encoding="utf-8")
+    # every generated module the trace spec needs (TraceData, TraceSpec, TraceOps)
+    for name, text in rendered.modules().items():
+        (folder / f"{name}.tla").write_text(text, encoding="utf-8")
     (folder / f"{TRACE_MODULE}.cfg").write_text(rendered.cfg, encoding="utf-8")
     if witness is not None and not witness.all_clean:
         module, cfg = witness_files(rendered, witness.invariants, mapping)

@@ -53,6 +53,7 @@ def test_a_rejected_trace_leaves_trace_modules_and_report_at_the_printed_path(
         "bad.ndjson",  # only the rejected trace, byte for byte
         "TraceData.tla",
         "TraceSpec.tla",
+        "TraceOps.tla",
         "TraceSpec.cfg",
         "report.txt",
         "report.json",

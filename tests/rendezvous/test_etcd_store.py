@@ -16,6 +16,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import etcd3gw
 import pytest
@@ -29,6 +30,21 @@ from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousSt
 from support.rendezvous import rendezvous_all
 
 LIMIT = 30.0  # seconds a helper thread may take before the test fails (never reached)
+
+
+@pytest.fixture
+def own_etcd(etcd_binary: Path) -> Iterator[EtcdServer]:
+    """An etcd of the test's own, for the tests that read etcd's watcher gauge: on the shared
+    server it also counts earlier tests' watch streams, which end asynchronously (one ending
+    just as a test opened its own kept the gauge at its old value for 30 s in CI)."""
+    with EtcdServer(etcd_binary) as server:
+        yield server
+
+
+@pytest.fixture
+def own_store(own_etcd: EtcdServer, etcd_prefix: str) -> Iterator[EtcdStore]:
+    with EtcdStore(own_etcd.endpoint, prefix=etcd_prefix) as store:
+        yield store
 
 
 def _raw_client(server: EtcdServer) -> etcd3gw.Etcd3Client:
@@ -140,26 +156,26 @@ def test_cas_race_from_threads_loses_no_update(etcd_store: EtcdStore) -> None:
 
 
 def test_watch_wakes_on_a_write_made_while_watching(
-    etcd_store: EtcdStore, etcd_server: EtcdServer
+    own_store: EtcdStore, own_etcd: EtcdServer
 ) -> None:
     """The write is made only once etcd counts the waiter's watch: the watch path woke it."""
-    _, v = etcd_store.compare_set("k", None, b"a")
-    before = _watchers(etcd_server)
+    _, v = own_store.compare_set("k", None, b"a")
+    before = _watchers(own_etcd)
     woke: list[bool] = []
     waiter = threading.Thread(
-        target=lambda: woke.append(etcd_store.wait_for_change("k", v.token, LIMIT))
+        target=lambda: woke.append(own_store.wait_for_change("k", v.token, LIMIT))
     )
     waiter.start()
     watching = threading.Event()
     while not watching.wait(0.01):  # until etcd reports the watch (bounded by the join below)
-        if _watchers(etcd_server) > before or not waiter.is_alive():
+        if _watchers(own_etcd) > before or not waiter.is_alive():
             watching.set()
-    etcd_store.compare_set("k", v.token, b"b")
+    own_store.compare_set("k", v.token, b"b")
     waiter.join(LIMIT)
     assert not waiter.is_alive()
     assert woke == [True]
-    etcd_store.close()  # ends the key's watch stream
-    _until(lambda: _watchers(etcd_server) == before)
+    own_store.close()  # ends the key's watch stream
+    _until(lambda: _watchers(own_etcd) == before)
 
 
 def _until(condition: Callable[[], bool]) -> None:
@@ -170,18 +186,18 @@ def _until(condition: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
-def test_waiting_threads_share_one_watch(etcd_store: EtcdStore, etcd_server: EtcdServer) -> None:
+def test_waiting_threads_share_one_watch(own_store: EtcdStore, own_etcd: EtcdServer) -> None:
     """Four threads wait, change after change, until they see the last of three writes: etcd
     serves one watch stream for all of them, not one per wait."""
-    _, v = etcd_store.compare_set("k", None, b"0")
-    before = _watchers(etcd_server)
+    _, v = own_store.compare_set("k", None, b"0")
+    before = _watchers(own_etcd)
     seen: list[bytes] = []
 
     def wait_for_the_last_write() -> None:
         token: int | None = v.token
         while True:
-            assert etcd_store.wait_for_change("k", token, LIMIT)
-            got = etcd_store.get("k")
+            assert own_store.wait_for_change("k", token, LIMIT)
+            got = own_store.get("k")
             assert got is not None
             token = got.token
             if got.value == b"3":
@@ -191,29 +207,28 @@ def test_waiting_threads_share_one_watch(etcd_store: EtcdStore, etcd_server: Etc
     waiters = [threading.Thread(target=wait_for_the_last_write) for _ in range(4)]
     for w in waiters:
         w.start()
-    _until(lambda: _watchers(etcd_server) == before + 1)
+    _until(lambda: _watchers(own_etcd) == before + 1)
     token = v.token
     for i in range(1, 4):
-        _, new = etcd_store.compare_set("k", token, b"%d" % i)
+        _, new = own_store.compare_set("k", token, b"%d" % i)
         token = new.token
     for w in waiters:
         w.join(LIMIT)
         assert not w.is_alive()
     assert seen == [b"3"] * 4
-    assert _watchers(etcd_server) == before + 1
+    assert _watchers(own_etcd) == before + 1
 
 
-def test_a_dropped_store_ends_its_watches(etcd_server: EtcdServer, etcd_prefix: str) -> None:
-    before = _watchers(etcd_server)
-    store = EtcdStore(etcd_server.endpoint, prefix=etcd_prefix)
+def test_a_dropped_store_ends_its_watches(own_etcd: EtcdServer, etcd_prefix: str) -> None:
+    before = _watchers(own_etcd)
+    store = EtcdStore(own_etcd.endpoint, prefix=etcd_prefix)
     assert not store.wait_for_change("k", None, 0.01)  # opens the key's watch
-    _until(lambda: _watchers(etcd_server) >= before + 1)
+    _until(lambda: _watchers(own_etcd) == before + 1)
     (watch,) = store._watches.values()
     del store  # never closed
     gc.collect()
-    # Our stream stops, and etcd's gauge falls back: at most to where it was, since watches of
-    # earlier tests' stores may end meanwhile (an exact == before failed under load in CI).
-    _until(lambda: not watch.alive and _watchers(etcd_server) <= before)
+    # Our stream stops, and etcd's gauge falls back to where it was.
+    _until(lambda: not watch.alive and _watchers(own_etcd) == before)
 
 
 def test_a_broken_watch_stream_is_replaced(etcd_store: EtcdStore) -> None:
