@@ -77,4 +77,17 @@ NeverExistedNotReachedInv ==
     \A w \in Workers : \A e \in removedForks[w] :
         ~\E m \in net : m.type = "PYTHON_REMOTE_CALL" /\ m.rref = e[1] /\ m.dst = w
 
+(* Teeth for HistoryGrowsProp: an owner that garbage-collects its          *)
+(* tombstones at any moment (no rule yet says when a tombstone can go), a  *)
+(* step the trace format could not describe as "what was added".          *)
+ForgetTombstones(w) ==
+    /\ tombstones[w] # {}
+    /\ tombstones' = [tombstones EXCEPT ![w] = {}]
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers, confirmedUsers,
+                   pendingChildren, ownerHeld, selfCalls, users, held, fetching,
+                   fetched, deleted, timedOut, net, phase, stopping, removedForks,
+                   erasedOwners>>
+ForgetTombstonesSpec ==
+    Init /\ [][Next \/ \E w \in Workers : ForgetTombstones(w)]_vars
+
 =============================================================================

@@ -891,4 +891,19 @@ FetchAnsweredProp ==
 (* eventually destroyed (neither wait of the sweep has to time out).       *)
 ShutdownCompletesProp == stopping ~> (\A w \in Workers : phase[w] = "destroyed")
 
+-----------------------------------------------------------------------------
+(* Action property: the history only grows.  users gains entries and never *)
+(* changes one; fetched, deleted, timedOut and each owner's tombstones only *)
+(* gain elements.  Trace validation relies on it: implementations log what  *)
+(* a step added to these variables (usersAdded, ...), not their whole value *)
+(* (which made a trace's size quadratic in its length), and the union of    *)
+(* what the events logged is then the whole value.                          *)
+HistoryGrowsProp ==
+    [][/\ DOMAIN users \subseteq DOMAIN users'
+       /\ \A f \in DOMAIN users : users'[f] = users[f]
+       /\ fetched \subseteq fetched'
+       /\ deleted \subseteq deleted'
+       /\ timedOut \subseteq timedOut'
+       /\ \A w \in Workers : tombstones[w] \subseteq tombstones'[w]]_vars
+
 =============================================================================
