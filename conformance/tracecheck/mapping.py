@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracecheck.traces import Trace
 
-__all__ = ["NODE", "ActionMap", "ProtocolMap", "spec_actions"]
+__all__ = ["NODE", "ActionMap", "ProtocolMap", "spec_actions", "spec_writers"]
 
 #: In ``ActionMap.params``, the acting node (``event.node``) rather than a logged argument.
 NODE = "node"
@@ -120,6 +120,37 @@ def spec_actions(module_text: str, next_name: str = "Next") -> dict[str, tuple[s
 
 
 _WORD = re.compile(r"\b[A-Z][A-Za-z0-9]*\b")
+
+
+def spec_writers(module_text: str, variable: str, next_name: str = "Next") -> set[str]:
+    """The spec actions (see :func:`spec_actions`) that may prime ``variable``: their own text
+    or that of a definition they use, transitively, says ``variable'`` (a light reading of the
+    source, like spec_actions; it may over-approximate, never miss a textual write)."""
+    definitions = _definitions(module_text)
+    primed = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(variable)}'")
+    writers: set[str] = set()
+    for action in spec_actions(module_text, next_name):
+        todo, seen = [action], {action}
+        while todo:
+            body = definitions.get(todo.pop(), "")
+            if primed.search(body):
+                writers.add(action)
+                break
+            for word in sorted(set(_WORD.findall(body)) & definitions.keys() - seen):
+                seen.add(word)
+                todo.append(word)
+    return writers
+
+
+def _definitions(module_text: str) -> dict[str, str]:
+    """Each top-level definition's body, comments stripped."""
+    matches = list(_DEFINITION.finditer(module_text))
+    return {
+        match[1]: _strip_comments(
+            module_text[match.end() : matches[i + 1].start() if i + 1 < len(matches) else None]
+        )
+        for i, match in enumerate(matches)
+    }
 
 
 def _acts(body: str) -> bool:

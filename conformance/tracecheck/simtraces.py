@@ -22,6 +22,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from protoref.tracing import SCHEMA_VERSION
 from tracecheck.errors import TracecheckError
 from tracecheck.mapping import NODE, ProtocolMap
 from tracecheck.results import CounterexampleState, TLCResult, Verdict
@@ -73,13 +74,18 @@ def to_json(value: TLAValue) -> Any:
     raise TypeError(f"not a TLA+ value: {type(value).__name__}")
 
 
-def _on(users: Any, node: str) -> list[Record]:
-    """The UserRRef records on ``node`` of the spec's ``users`` (a function ForkId -> record)."""
+def _users(users: Any) -> list[Record]:
+    """The UserRRef records of the spec's ``users`` (a function ForkId -> record)."""
     if users == ():  # TLC prints the empty function as the empty tuple
         return []
     if not isinstance(users, TLAFunction):
         raise SimTraceError(f"users is not a function of the ForkIds: {users!r}")
-    return [u for u in users.values() if isinstance(u, Record) and _name(u["on"]) == node]
+    return [u for u in users.values() if isinstance(u, Record)]
+
+
+def _on(users: Any, node: str) -> list[Record]:
+    """The UserRRef records on ``node`` of the spec's ``users``."""
+    return [u for u in _users(users) if _name(u["on"]) == node]
 
 
 def _name(value: TLAValue) -> str:
@@ -89,20 +95,32 @@ def _name(value: TLAValue) -> str:
 def rref_post(field: str, node: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> Any:
     """The acting worker's post-state of ``field`` as protoref logs it (see the RRef mapping:
     per-worker variables at the worker, the UserRRef sets restricted to UserRRefs on it, and
-    ``delivered`` = the message the step took from the network)."""
+    ``delivered`` = the message the step took from the network, and for a variable that only
+    grows what the step added)."""
     if field == "delivered":
         return to_json(before["net"] - after["net"])
-    if field == "users":
-        return to_json(frozenset(_on(after["users"], node)))
-    if field in ("held", "fetching", "fetched", "deleted", "timedOut"):
+    if field == "usersAdded":
+        known = {u["fork"] for u in _users(before["users"])}
+        return to_json(frozenset(u for u in _users(after["users"]) if u["fork"] not in known))
+    if field in ("fetchedAdded", "deletedAdded", "timedOutAdded"):
+        name = field.removesuffix("Added")
+        return to_json(after[name] - before[name])
+    if field == "tombstonesAdded":
+        return to_json(_at(after, "tombstones", node) - _at(before, "tombstones", node))
+    if field in ("held", "fetching"):
         mine = {u["fork"] for u in _on(after["users"], node)}
         return to_json(frozenset(f for f in after[field] if f in mine))
     if field == "stopping":
         return to_json(after[field])
-    per_worker = after[field]
+    return to_json(_at(after, field, node))
+
+
+def _at(state: Mapping[str, Any], field: str, node: str) -> Any:
+    """A per-worker variable's value at ``node``."""
+    per_worker = state[field]
     if not isinstance(per_worker, TLAFunction):
         raise SimTraceError(f"{field} is not a function of the workers: {per_worker!r}")
-    return to_json(per_worker[ModelValue(node)])
+    return per_worker[ModelValue(node)]
 
 
 def behaviour_to_lines(
@@ -111,7 +129,7 @@ def behaviour_to_lines(
     """The JSON lines of the trace of one simulated behaviour (header first)."""
     header = {
         "kind": "header",
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "protocol": mapping.protocol,
         "nodes": list(WORKERS),
         "settings": SIM_SETTINGS,

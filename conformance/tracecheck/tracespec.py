@@ -312,6 +312,9 @@ TVImageBy(U, k, w) == {{U[x] : x \\in {{y \\in DOMAIN U : U[y][k] = w}}}}
 TVPatch(S, R, A) == (S \\ R) \\cup A
 \\* S \\ T (natively: one merge of the two sets sorted).
 TVMinus(S, T) == S \\ T
+\\* The entries of the function V whose keys are not in DOMAIN U: what V = U @@ (new entries)
+\\* added (natively: one merge of the two domains sorted, nothing when V is U).
+TVNewEntries(U, V) == {{V[x] : x \\in DOMAIN V \\ DOMAIN U}}
 ====
 """
 

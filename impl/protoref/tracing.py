@@ -61,7 +61,7 @@ __all__ = [
     "trusted",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -162,7 +162,7 @@ class TraceHeader(FrozenModel):
     """Line 1 of a trace file."""
 
     kind: Literal["header"] = "header"
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     protocol: str
     nodes: tuple[str, ...]
     settings: dict[str, JsonValue] = Field(default_factory=dict)

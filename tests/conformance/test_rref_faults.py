@@ -109,7 +109,12 @@ def first_symptom(fault: Fault, events: Sequence[dict[str, Any]]) -> int | None:
         post = {f: from_json(v) for f, v in event["post"].items()}
         if _symptom(fault, event, pre, post):
             return number
-        pre.update(post)
+        for field, value in post.items():
+            if field.endswith("Added"):  # a variable that only grows: what the step added
+                name = field.removesuffix("Added")
+                pre[name] = pre.get(name, frozenset()) | value
+            else:
+                pre[field] = value
     return None
 
 

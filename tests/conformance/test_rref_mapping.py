@@ -7,7 +7,7 @@ from pathlib import Path
 from protoref.rref.trace import ACTION_ARGS, EVENT_MODELS
 from tracecheck.artifacts import campaign_failure_note
 from tracecheck.campaign import run_campaign
-from tracecheck.mapping import spec_actions
+from tracecheck.mapping import spec_actions, spec_writers
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.rref import RREF
 
@@ -40,6 +40,32 @@ def test_every_implementation_event_maps_and_carries_the_mapped_fields() -> None
         assert post is not None
         logged = {f.alias or n for n, f in post.model_fields.items()}
         assert logged == set(row.post), name
+
+
+#: The variables that only grow (RRef.tla HistoryGrowsProp), logged as what a step added.
+HISTORY = ("users", "fetched", "deleted", "timedOut", "tombstones")
+
+
+def test_every_step_that_grows_a_history_variable_logs_what_it_added() -> None:
+    # Checking each step's growth checks the whole value only if no step grows it unlogged:
+    # the actions whose text (or a definition they use) primes the variable are exactly the
+    # events that log <name>Added.
+    for name in HISTORY:
+        logging = {a.event for a in RREF.actions if f"{name}Added" in a.post}
+        assert logging == spec_writers(SPEC, name), name
+    assert "HistoryGrowsProp" in SPEC
+
+
+def test_spec_writers_reads_helpers_and_ignores_unprimed_mentions() -> None:
+    text = """
+Helper(w) == x' = x + w
+A(w) == Helper(w) /\\ UNCHANGED y
+B == /\\ y' = y /\\ UNCHANGED x  \\* x' in a comment
+Next == \\E w \\in {1} : A(w) \\/ B
+"""
+    assert spec_actions(text) == {"A": ("w",), "B": ()}
+    assert spec_writers(text, "x") == {"A"}
+    assert spec_writers(text, "y") == {"B"}
 
 
 def test_the_registry_finds_the_rref_mapping() -> None:

@@ -200,10 +200,15 @@ def _as_logged(value: Any) -> Any:
     return from_json(value)
 
 
-def _performs(event: Event, result: Any, node: str, delivered: Any = None) -> bool:
-    """The core's step, logged, is exactly ``event`` (arguments and post-state)."""
+def _performs(
+    event: Event, result: Any, node: str, before: RRefContext, delivered: Any = None
+) -> bool:
+    """The core's step from ``before``, logged, is exactly ``event`` (arguments and post-state,
+    with what it added to the history variables)."""
     made = json.loads(
-        encode_line(make_event(result.action, node, 1, 1, result.state, delivered=delivered))
+        encode_line(
+            make_event(result.action, node, 1, 1, result.state, delivered=delivered, before=before)
+        )
     )
     return all(
         _as_logged(made[part]) == _as_logged(event[part]) for part in ("args", "post")
@@ -255,7 +260,7 @@ def _successors(world: World, event: Event, settings: dict[str, Any]) -> Iterato
         except ProtocolError:
             continue
         delivered = inp if isinstance(inp, ev.MessageBase) else None
-        if result.action.action != name or not _performs(event, result, node, delivered):
+        if result.action.action != name or not _performs(event, result, node, ctx, delivered):
             continue
         net = [m for i, m in enumerate(world.net) if i != index] + list(result.sent)
         took = None if index is None else _key(world.net[index])
@@ -374,9 +379,9 @@ _GID_SETS = {
     "selfCalls",
     "held",
     "fetching",
-    "fetched",
-    "deleted",
-    "timedOut",
+    "fetchedAdded",
+    "deletedAdded",
+    "timedOutAdded",
 }
 
 
@@ -385,11 +390,11 @@ def _element(field: str, node: str) -> Any:
     gid, other = [node, 1], [node, 2]
     if field in _GID_SETS:
         return gid
-    if field in {"forks", "pendingChildren", "tombstones"}:
+    if field in {"forks", "pendingChildren", "tombstonesAdded"}:
         return [gid, other]
     if field == "pendingOwners":
         return [gid, other, node]
-    assert field == "users", field
+    assert field == "usersAdded", field
     return {"fork": other, "rref": gid, "owner": "w1", "on": node, "parent": []}
 
 

@@ -301,7 +301,7 @@ TOY: TypeAdapter[Any] = TypeAdapter(
 
 
 def toy_trace(name: str, posts: list[dict[str, Any]]) -> Trace:
-    header = {"kind": "header", "schema_version": 1, "protocol": "toy", "nodes": ["a"], "seed": 1}
+    header = {"kind": "header", "schema_version": 2, "protocol": "toy", "nodes": ["a"], "seed": 1}
     events = [
         {"kind": "event", "event": name, "node": "a", "seq": i, "lamport": i, "args": {}, "post": p}
         for i, p in enumerate(posts, start=1)

@@ -51,12 +51,21 @@ CASES = [
     "Minus({3, 1, 2}, {2, 1, 3})",
     'Minus({[t |-> "A", d |-> 1], [t |-> "B", d |-> 2]}, {[t |-> "B", d |-> 2]})',
     'Minus({<<"w0", 1>>, <<"w1", 2>>}, {<<"w1", 2>>, <<"w2", 0>>})',
+    "NewEntries(<<>>, <<>>)",
+    "NewEntries(<<>>, U1)",
+    "NewEntries(U1, U1)",
+    "NewEntries(U0, U1)",
+    "NewEntries(U1, U0)",
+    'NewEntries(U1, U1 @@ (<<"w0", 0>> :> [on |-> "w2", rref |-> <<"w0", 0>>]))',
+    "NewEntries(<<[on |-> 1]>>, <<[on |-> 1], [on |-> 2], [on |-> 0]>>)",
+    "NewEntries(<<>>, <<[on |-> 1]>>)",
 ]
 
 _USERS = (
     'U1 == (<<"w0", 1>> :> [on |-> "w0", rref |-> <<"w0", 1>>]) @@ '
     '(<<"w1", 9>> :> [on |-> "w1", rref |-> <<"w0", 1>>]) @@ '
-    '(<<"w0", 5>> :> [on |-> "w0", rref |-> <<"w1", 3>>])'
+    '(<<"w0", 5>> :> [on |-> "w0", rref |-> <<"w1", 3>>])\n'
+    'U0 == (<<"w1", 9>> :> [on |-> "w1", rref |-> <<"w0", 1>>])'
 )
 
 
@@ -104,6 +113,7 @@ def test_native_operators_equal_their_definitions(tmp_path: Path) -> None:
         'TVImageBy(U1, "on", "w1") = {}',
         "TVPatch({1, 2}, {2}, {3}) = {1, 2, 3}",
         "TVMinus({1, 2}, {2}) = {}",
+        "TVNewEntries(U0, U1) = {}",
     ],
 )
 def test_a_wrong_expectation_fails(tmp_path: Path, wrong: str) -> None:
@@ -119,6 +129,7 @@ def test_a_wrong_expectation_fails(tmp_path: Path, wrong: str) -> None:
         ('TVImageBy(<<[x |-> 1]>>, "on", 1)', 'TVImageBy: [x |-> 1] has no field "on"'),
         ("TVPatch(1, {}, {})", "TVPatch: not a finite set: 1"),
         ("TVMinus({1}, 2)", "TVMinus: not a finite set: 2"),
+        ("TVNewEntries(U1, 2)", "TVNewEntries: not a function: 2"),
     ],
 )
 def test_the_native_operators_are_the_ones_run(

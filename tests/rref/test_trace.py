@@ -112,11 +112,13 @@ def test_jsonl_sink_file_parses_back(tmp_path: Path) -> None:
 def test_post_uses_tla_variable_names() -> None:
     sink = _all_events_run()
     keys = {k for r in sink.lines()[1:] for k in json.loads(r)["post"]}
-    # Spec variable names, plus `delivered`: the message a handler took (net \ net').
+    # Spec variable names, `<name>Added` for what a step added to a variable that only grows,
+    # and `delivered`: the message a handler took (net \ net').
     assert keys <= {
         "nextId", "owners", "pendingOwners", "forks", "pendingUsers", "confirmedUsers",
-        "pendingChildren", "ownerHeld", "selfCalls", "tombstones", "users", "held",
-        "fetching", "fetched", "deleted", "timedOut", "phase", "stopping", "delivered",
+        "pendingChildren", "ownerHeld", "selfCalls", "tombstonesAdded", "usersAdded", "held",
+        "fetching", "fetchedAdded", "deletedAdded", "timedOutAdded", "phase", "stopping",
+        "delivered",
     }  # fmt: skip
 
 
@@ -186,10 +188,19 @@ def test_direct_encoder_needs_the_delivered_message() -> None:
         EventEncoder().line(args, "w1", 1, 1, ctx)
 
 
+def test_direct_encoder_needs_the_pre_state_for_what_a_step_added() -> None:
+    ctx = RRefContext(me="w1")
+    with pytest.raises(ValueError, match="pre-state"):
+        EventEncoder().line(RemoteArgs.of("w1", "w0"), "w1", 1, 1, ctx)
+    with pytest.raises(ValueError, match="pre-state"):
+        make_event(RemoteArgs.of("w1", "w0"), "w1", 1, 1, ctx)
+
+
 def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
     # EventEncoder updates a node's last rendering of a set by the one element a step added or
-    # removed; every other change (several elements, a swap, an equal new set, emptied, a
-    # UserRRef record replaced under its ForkId) must still give the models' bytes.
+    # removed; every other change (several elements, a swap, an equal new set, emptied) must
+    # still give the models' bytes. users only grows (HistoryGrowsProp): the event logs the
+    # records the step added (none, one or several) relative to the pre-state.
     def user(n: int, owner: str = "w0") -> UserRRef:
         return UserRRef.of(G("w1", n), G("w0", n), owner, "w1", None)
 
@@ -207,24 +218,23 @@ def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
         frozenset(),
         frozenset(ids),
     ]
-    # The same record objects from step to step, as contexts share them; u1b and u10b replace
-    # u1 and u10 under the same ForkIds.
-    u1, u2, u3, u10, u1b, u10b = user(1), user(2), user(3), user(10), user(1, "w2"), user(10, "w2")
+    u1, u2, u3, u10, u11 = user(1), user(2), user(3), user(10), user(11, "w2")
     records = [
         [],
         [u1],
         [u1, u10],  # one added
-        [u1b, u10, u2],  # one added while another is replaced
-        [u1b, u10, u2, u3],  # one added
-        [u1b, u10b, u2],  # one replaced, one removed
-        [u3],
-        [],
-        [u1, u2, u3],
-        [u1, u2, u3, u10],
-        [u1b, u2, u3, u10, user(11)],
+        [u1, u10],  # none
+        [u1, u10, u2, u3],  # two added
+        [u1, u10, u2, u3],
+        [u1, u10, u2, u3],
+        [u1, u10, u2, u3, u11],  # one added
+        [u1, u10, u2, u3, u11],
+        [u1, u10, u2, u3, u11],
+        [u1, u10, u2, u3, u11],
     ]
     encoder = EventEncoder()
     node = "w1"
+    before = RRefContext(me=node)
     for step, (ids_now, users_now) in enumerate(zip(sets, records, strict=True), start=1):
         users = {u.fork: u for u in users_now}
         ctx = RRefContext(
@@ -239,5 +249,14 @@ def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
             delivered = None
             if isinstance(args, DelForkOfOwnerArgs):
                 delivered = UserDelete.make("w0", node, ids[0], node, ids[1])
-            want = encode_line(make_event(args, node, step, step, ctx, delivered=delivered))
-            assert encoder.line(args, node, step, step, ctx, delivered) == want, step
+            want = encode_line(
+                make_event(args, node, step, step, ctx, delivered=delivered, before=before)
+            )
+            assert encoder.line(args, node, step, step, ctx, delivered, before) == want, step
+        added = json.loads(
+            encode_line(make_event(RemoteArgs.of(node, "w0"), node, step, step, ctx, before=before))
+        )
+        assert [u["fork"][1] for u in added["post"]["usersAdded"]["#set"]] == sorted(
+            u.fork[1] for u in users_now if u.fork not in before.users
+        ), step
+        before = ctx

@@ -86,7 +86,7 @@ def test_read_trace_names_the_bad_line() -> None:
     with pytest.raises(TraceFormatError, match="empty trace"):
         read_trace([], EVENT_ADAPTER)
     with pytest.raises(TraceFormatError, match="schema_version"):
-        read_trace([header.replace('"schema_version":1', '"schema_version":2')], EVENT_ADAPTER)
+        read_trace([header.replace('"schema_version":2', '"schema_version":3')], EVENT_ADAPTER)
 
 
 def test_jsonl_sink_buffers_and_flushes(tmp_path: Path) -> None:

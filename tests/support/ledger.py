@@ -26,7 +26,7 @@ LEDGER = ProtocolMap(
 def header(nodes: tuple[str, ...] = ("a", "b"), maximum: int = 3, **extra: Any) -> dict[str, Any]:
     return {
         "kind": "header",
-        "schema_version": 1,
+        "schema_version": 2,
         "protocol": "ledger",
         "nodes": list(nodes),
         "settings": {"max": maximum},

@@ -2,9 +2,11 @@
 
 Parameters are the spec action's, in order, logged under their TLA+ names. Post-state checks
 compare the acting worker's slice of each variable the action touches: per-worker variables are
-indexed by the worker; for the global sets of UserRRefs (``users``, ``held``, ...) the slice is
-the part that lives on the worker, as the implementation logs it. ``net`` and the history
-variables are not logged: the parameters pin every step down, so TLC computes them.
+indexed by the worker; for the global sets of UserRRefs (``held``, ``fetching``) the slice is
+the part that lives on the worker, as the implementation logs it. The five variables that only
+grow (``users``, ``fetched``, ``deleted``, ``timedOut``, ``tombstones``) are logged as what the
+step added (``usersAdded``, ...). ``net`` and the history variables ``removedForks`` and
+``erasedOwners`` are not logged: the parameters pin every step down, so TLC computes them.
 
 Graceful shutdown: ``WaitAllWorkers`` is one global barrier with no parameter, logged by the
 header's environment actor ``"barrier"`` with the global ``stopping`` after it; the sweep and
@@ -21,7 +23,8 @@ from tracecheck.traces import Trace
 
 __all__ = ["RREF"]
 
-#: TLA+ expression of the acting worker's (``@``) slice of each logged variable, after the step.
+#: TLA+ expression of each logged post field: the acting worker's (``@``) slice of a variable
+#: after the step, or what the step added to a variable that only grows.
 _SLICE = {
     "nextId": "nextId'[@]",
     "owners": "owners'[@]",
@@ -32,14 +35,9 @@ _SLICE = {
     "pendingChildren": "pendingChildren'[@]",
     "ownerHeld": "ownerHeld'[@]",
     "selfCalls": "selfCalls'[@]",
-    "tombstones": "tombstones'[@]",
     "phase": "phase'[@]",
     # Global: the barrier is one step for all workers, logged by an environment actor.
     "stopping": "stopping'",
-    # users is a function ForkId -> UserRRef record; the worker's slice is a set of records,
-    # {users'[f] : f \in {g \in DOMAIN users' : users'[g].on = @}} (TraceOps; native in TLC
-    # with the Java reader: interpreted, it walked every UserRRef of the trace so far).
-    "users": 'TVImageBy(users\', "on", @)',
     # The message a handler took from the network: which copy of a retried message it was.
     # net \ net' (TraceOps!TVMinus: natively one merge of the two sets, sorted; TLC's own \
     # looked every message of net up in net', once TVNorm had sorted it).
@@ -47,11 +45,17 @@ _SLICE = {
     # {f \in X' : \E u \in users' : u.fork = f /\ u.on = @}, which is TraceOps!TVSliceBy:
     # {f \in X' : f \in DOMAIN users' /\ users'[f].on = @}, each fork of X' (a set of
     # UserRRefs by ForkId) looked up in users', a function, so one walk of X' and no search
-    # (over a set of records this took |X| * |users| steps, and both grow along a trace).
-    **{
-        name: f"TVSliceBy({name}', users', \"on\", @)"
-        for name in ("held", "fetching", "fetched", "deleted", "timedOut")
-    },
+    # (over a set of records this took |X| * |users| steps).
+    **{name: f"TVSliceBy({name}', users', \"on\", @)" for name in ("held", "fetching")},
+    # Variables that only grow (RRef.tla HistoryGrowsProp, checked by TLC on the models): the
+    # event logs what the step added, and every step that grows one logs it (a test holds the
+    # table to the spec), so checking each step's growth checks the whole value, and a trace's
+    # size stays linear in its length. The growth is global: a step is one worker's, and what
+    # it adds lives on that worker. users is a function ForkId -> UserRRef record, grown by
+    # users @@ (f :> ...): its new entries (TraceOps; nothing when the step left it alone).
+    "usersAdded": "TVNewEntries(users, users')",
+    **{f"{name}Added": f"TVMinus({name}', {name})" for name in ("fetched", "deleted", "timedOut")},
+    "tombstonesAdded": "TVMinus(tombstones'[@], tombstones[@])",
 }
 
 #: event -> (spec parameters in order, logged post-state variables)
@@ -59,23 +63,32 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "CreateLocalRRef": (("w",), ("nextId", "ownerHeld")),
     "Remote": (
         ("w", "dst"),
-        ("nextId", "owners", "forks", "ownerHeld", "selfCalls", "pendingUsers", "users", "held"),
+        (
+            "nextId",
+            "owners",
+            "forks",
+            "ownerHeld",
+            "selfCalls",
+            "pendingUsers",
+            "usersAdded",
+            "held",
+        ),
     ),
     "PrepareChildFork": (
         ("w", "dst", "r", "parent"),
         ("nextId", "forks", "owners", "pendingChildren"),
     ),
-    "ToHere": (("w", "f"), ("fetching", "fetched")),
+    "ToHere": (("w", "f"), ("fetching", "fetchedAdded")),
     "DropRRef": (("w", "f"), ("held",)),
     "DropOwnerRRef": (("w", "r"), ("ownerHeld",)),
     "RetrySend": (("m",), ()),
     "LoseFirstAttempt": (("m",), ()),
     "TimeOutRemote": (
         ("w", "r", "f"),
-        ("pendingUsers", "confirmedUsers", "timedOut", "selfCalls", "forks", "owners"),
+        ("pendingUsers", "confirmedUsers", "timedOutAdded", "selfCalls", "forks", "owners"),
     ),
     "TimeOutToHere": (("w", "f"), ("fetching",)),
-    "DelUser": (("w", "f"), ("deleted", "confirmedUsers")),
+    "DelUser": (("w", "f"), ("deletedAdded", "confirmedUsers")),
     "AssignOwnerRRef": (("w", "r", "f"), ("delivered", "owners", "forks", "pendingOwners")),
     "ConfirmPendingUser": (("w", "r", "f"), ("delivered", "pendingUsers", "confirmedUsers")),
     "FinishCreatingOwnerRRef": (("w", "r"), ("delivered", "selfCalls", "forks", "owners")),
@@ -95,7 +108,15 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "GetOrCreateRRef": (
         ("w", "r", "c"),
-        ("delivered", "owners", "pendingOwners", "users", "held", "pendingUsers", "confirmedUsers"),
+        (
+            "delivered",
+            "owners",
+            "pendingOwners",
+            "usersAdded",
+            "held",
+            "pendingUsers",
+            "confirmedUsers",
+        ),
     ),
     "AddForkOfOwnerIfNotPresent": (
         ("w", "r", "c"),
@@ -112,9 +133,9 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "pendingChildren",
         ),
     ),
-    "DelForkOfOwner": (("w", "r", "f"), ("delivered", "forks", "owners", "tombstones")),
+    "DelForkOfOwner": (("w", "r", "f"), ("delivered", "forks", "owners", "tombstonesAdded")),
     "WaitAllWorkers": ((), ("stopping",)),
-    "DelAllUsersAndUnforkedOwners": (("w",), ("deleted", "confirmedUsers", "owners", "phase")),
+    "DelAllUsersAndUnforkedOwners": (("w",), ("deletedAdded", "confirmedUsers", "owners", "phase")),
     "DestroyInstance": (("w",), ("phase", "pendingOwners")),
 }
 

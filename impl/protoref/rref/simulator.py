@@ -246,9 +246,11 @@ class Simulator:
         # _record, inlined (once per event).
         self.counts[action.action] += 1
         if self._emit_line is not None:
-            self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered))
+            self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered, before))
         elif self._tracing:
-            self.sink.emit(make_event(action, w, seq, lamport, state, delivered=delivered))
+            self.sink.emit(
+                make_event(action, w, seq, lamport, state, delivered=delivered, before=before)
+            )
         if self._check:
             invariants.check(self.world(), seed=self.seed)
         return state

@@ -5,9 +5,15 @@ Each event is ``{"kind": "event", "event": <action>, "node", "seq", "lamport", "
 ``c``, ``parent``, ``m``). ``post`` holds the acting node's post-state of every spec variable the
 action may touch (``net`` excepted: the messages follow from the action and its arguments; the
 history variables ``removedForks``/``erasedOwners`` are not protocol state). For the spec's
-global sets about UserRRefs (``users``, ``held``, ``fetching``, ``fetched``, ``deleted``,
-``timedOut``) ``post`` holds the part about UserRRefs living on the acting node, i.e.
-``{f \\in held' : UserOn(node, f) # {}}``.
+global sets about UserRRefs (``held``, ``fetching``) ``post`` holds the part about UserRRefs
+living on the acting node, i.e. ``{f \\in held' : UserOn(node, f) # {}}``.
+
+Five variables only grow (RRef.tla ``HistoryGrowsProp``, model-checked): ``users``,
+``fetched``, ``deleted``, ``timedOut`` and the owner's ``tombstones``. For them ``post`` holds
+what the step added, under ``<variable>Added`` (``usersAdded``: the UserRRef records the step
+created). Every step that grows one of them logs it, so the whole value is the union of what the
+events logged; written out whole, those slices made a trace's size quadratic in its length
+(schema version 2; version 1 logged them whole).
 """
 
 from __future__ import annotations
@@ -313,11 +319,11 @@ class _SelfCalls(_Post):
 
 
 class _Tombstones(_Post):
-    tombstones: IdSet[Pair]
+    tombstones_added: IdSet[Pair]
 
 
 class _Users(_Post):
-    users: UserSet
+    users_added: UserSet
 
 
 class _Held(_Post):
@@ -329,15 +335,15 @@ class _Fetching(_Post):
 
 
 class _Fetched(_Post):
-    fetched: IdSet[Gid]
+    fetched_added: IdSet[Gid]
 
 
 class _Deleted(_Post):
-    deleted: IdSet[Gid]
+    deleted_added: IdSet[Gid]
 
 
 class _TimedOut(_Post):
-    timed_out: IdSet[Gid]
+    timed_out_added: IdSet[Gid]
 
 
 class _Phase(_Post):
@@ -643,6 +649,28 @@ def _shape(cls: type[TraceEventBase]) -> tuple[type[TraceEventBase], type[_Post]
 _SHAPES: Final = {name: _shape(cls) for name, cls in EVENT_MODELS.items()}
 
 
+#: Post fields holding what a step added to a variable that only grows -> that variable's
+#: RRefContext attribute.
+HISTORY: Final = {
+    "users_added": "users",
+    "fetched_added": "fetched",
+    "deleted_added": "deleted",
+    "timed_out_added": "timed_out",
+    "tombstones_added": "tombstones",
+}
+
+
+def added(name: str, before: RRefContext, ctx: RRefContext) -> frozenset[Any]:
+    """What the step from ``before`` to ``ctx`` added to the history variable ``name``
+    (an RRefContext attribute): new UserRRef records, or new set elements."""
+    now, then = getattr(ctx, name), getattr(before, name)
+    if now is then:
+        return frozenset()
+    if name == "users":
+        return frozenset(now[f] for f in now.keys() - then.keys())
+    return frozenset(now - then)
+
+
 def make_event(
     args: ActionArgs,
     node: WorkerId,
@@ -651,9 +679,11 @@ def make_event(
     ctx: RRefContext,
     *,
     delivered: Message | None = None,
+    before: RRefContext | None = None,
 ) -> Any:
-    """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state) and,
-    for a message handler, the ``delivered`` message.
+    """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state),
+    ``before`` (its pre-state, for what the step added to history variables) and, for a
+    message handler, the ``delivered`` message.
 
     Built without validation (:func:`protoref.tracing.trusted`): the values come from the core
     and are already well typed; the round-trip tests validate every emitted line through
@@ -666,8 +696,10 @@ def make_event(
             if delivered is None:
                 raise ValueError(f"{post_cls.__name__} logs the delivered message; none was given")
             values[name] = frozenset({delivered})
-        elif name == "users":
-            values[name] = ctx.user_records()
+        elif name in HISTORY:
+            if before is None:
+                raise ValueError(f"{post_cls.__name__} logs {name}; no pre-state was given")
+            values[name] = added(HISTORY[name], before, ctx)
         else:
             values[name] = getattr(ctx, name)
     event = {
@@ -692,11 +724,13 @@ def make_event(
 #: A JSON string literal as pydantic writes it (UTF-8 as is, the same escapes).
 _json_str: Final = json.JSONEncoder(ensure_ascii=False).encode
 _EMPTY_SET: Final = '{"#set":[]}'
-# How a field is written: a set of ids or tuples; the UserRRef records; the delivered message;
-# a string, an id or a tuple (cached); a number; a bool; an argument that is a message.
-_SET, _USERS, _DELIVERED, _ATOM, _INT, _BOOL, _MESSAGE = range(7)
+# How a field is written: a set of ids or tuples; what a step added to a history variable (the
+# UserRRef records, or a set); the delivered message; a string, an id or a tuple (cached); a
+# number; a bool; an argument that is a message.
+_SET, _USERS_ADDED, _ADDED, _DELIVERED, _ATOM, _INT, _BOOL, _MESSAGE = range(8)
 _POST_KINDS: Final = {
-    "users": _USERS,
+    **dict.fromkeys(HISTORY, _ADDED),
+    "users_added": _USERS_ADDED,
     "delivered": _DELIVERED,
     "phase": _ATOM,
     "next_id": _INT,
@@ -746,13 +780,17 @@ _NOT_YET: Final = object()
 
 
 def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
-    """Python source of ``make(A, render, message)``, which returns the function that renders
-    one action's events for one encoder: one f-string holding every field of the line, the
-    sets read from the node's slots when they did not change."""
-    lines = ["def encode(a, node, seq, lamport, d, delivered, S):"]
+    """Python source of ``make(A, render, grown, message)``, which returns the function that
+    renders one action's events for one encoder: one f-string holding every field of the line,
+    the sets read from the node's slots when they did not change."""
+    lines = ["def encode(a, node, seq, lamport, d, delivered, S, b):"]
     if any(kind == _DELIVERED for _, _, kind in post_layout):
         lines.append("    if delivered is None:")
         message = f"{name} logs the delivered message; none was given"
+        lines.append(f"        raise ValueError({message!r})")
+    if any(kind in (_ADDED, _USERS_ADDED) for _, _, kind in post_layout):
+        lines.append("    if b is None:")
+        message = f"{name} logs what it added to a history variable; no pre-state was given"
         lines.append(f"        raise ValueError({message!r})")
     arg_parts = []
     for field, key, kind in args_layout:
@@ -760,10 +798,14 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
         arg_parts.append(_lit(key) + "{" + value + "}")
     post_parts = []
     for i, (field, key, kind) in enumerate(post_layout):
-        if kind in (_SET, _USERS):
+        if kind == _SET:
             lines.append(f'    v{i} = d["{field}"]; s{i} = S["{field}"]')
-            users = "True" if kind == _USERS else "False"
-            value = f"(s{i}[1] if s{i}[0] is v{i} else render(s{i}, v{i}, {users}))"
+            value = f"(s{i}[1] if s{i}[0] is v{i} else render(s{i}, v{i}))"
+        elif kind in (_ADDED, _USERS_ADDED):
+            attr = HISTORY[field]
+            lines.append(f'    v{i} = d["{attr}"]; w{i} = b["{attr}"]')
+            users = "True" if kind == _USERS_ADDED else "False"
+            value = f"(E if v{i} is w{i} else grown(v{i}, w{i}, {users}))"
         elif kind == _DELIVERED:
             value = "'{\"#set\":[' + message(delivered) + ']}'"
         elif kind == _ATOM:
@@ -784,7 +826,7 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
     )
     lines.append(f"    return f'''{body}'''")
     inner = "".join(f"    {line}\n" for line in lines)
-    return f"def make(A, render, message):\n{inner}    return encode\n"
+    return f"def make(A, render, grown, message, E={_EMPTY_SET!r}):\n{inner}    return encode\n"
 
 
 def _lit(text: str) -> str:
@@ -811,7 +853,7 @@ def _compile(name: str, args_layout: Layout, post_layout: Layout) -> Callable[..
 _ENCODERS: Final = {
     ACTION_ARGS[name]: (
         _compile(name, _args_layout(ACTION_ARGS[name]), layout := _post_layout(post_cls)),
-        tuple(f for f, _, kind in layout if kind in (_SET, _USERS)),
+        tuple(f for f, _, kind in layout if kind == _SET),
     )
     for name, (_cls, post_cls, _names) in _SHAPES.items()
 }
@@ -828,16 +870,17 @@ class _Renderers(dict[type[ActionArgs], Encode]):
     def __missing__(self, cls: type[ActionArgs]) -> Encode:
         make, _fields = _ENCODERS[cls]
         e = self._encoder
-        render = self[cls] = make(e._atoms, e._render, e._message)
+        render = self[cls] = make(e._atoms, e._render, e._grown, e._message)
         return render
 
 
 class EventEncoder:
     """Renders RRef trace events as JSON lines, straight from the acting node's context.
 
-    ``line(args, node, seq, lamport, ctx, delivered=...)`` is ``encode_line(make_event(args,
-    node, seq, lamport, ctx, delivered=...))`` without building the models. Each action has a
-    function generated from its event model's layout (one f-string, no loop over fields). One
+    ``line(args, node, seq, lamport, ctx, delivered, before)`` is ``encode_line(make_event(args,
+    node, seq, lamport, ctx, delivered=..., before=...))`` without building the models. Each
+    action has a function generated from its event model's layout (one f-string, no loop over
+    fields). One
     encoder per trace: it keeps the JSON of every string, id, tuple and UserRRef record it has
     written and, per node and variable, the last set it wrote with its JSON.
     """
@@ -858,20 +901,40 @@ class EventEncoder:
         lamport: int,
         ctx: RRefContext,
         delivered: Message | None = None,
+        before: RRefContext | None = None,
     ) -> str:
-        """The event's JSON line (no newline). ``delivered`` may be passed by position (the
-        simulator does: a keyword argument costs a little more on every event)."""
+        """The event's JSON line (no newline). ``delivered`` and ``before`` (the pre-state, for
+        the history variables) may be passed by position (the simulator does: a keyword
+        argument costs a little more on every event)."""
         slots = self._slots.get(node)
         if slots is None:
             slots = self._slots[node] = {f: [_NOT_YET, "", None, None] for f in _SET_FIELDS}
         return self._encoders[type(args)](
-            args.__dict__, node, seq, lamport, ctx.__dict__, delivered, slots
+            args.__dict__,
+            node,
+            seq,
+            lamport,
+            ctx.__dict__,
+            delivered,
+            slots,
+            None if before is None else before.__dict__,
         )
 
-    def _render(self, slot: _Slot, value: Any, users: bool) -> str:
-        """A set (or the UserRRef records, by ForkId) whose object changed since this node last
-        logged this variable. A step adds or removes one element (38,403 of the 49,491 sets the
-        bench workload renders; 3,671 more are a new object equal to the last), so the slot
+    def _grown(self, now: Any, then: Any, users: bool) -> str:
+        """What a step added to a history variable (the UserRRef records by ForkId, or a set),
+        when its object changed: usually one element."""
+        if users:
+            record = self._record
+            texts = [record(now[f]) for f in sorted(now.keys() - then.keys())]
+        else:
+            texts = list(map(self._atoms.__getitem__, sorted(now - then)))
+        return '{"#set":[' + ",".join(texts) + "]}"
+
+    def _render(self, slot: _Slot, value: Any) -> str:
+        """A set whose object changed since this node last logged this variable. A step adds
+        or removes one element (38,403 of the 49,491 sets the bench workload rendered when
+        the history variables were logged whole; 3,671 more were a new object equal to the
+        last), so the slot
         keeps the last set's sorted elements and their JSON, and one element is inserted or
         deleted by bisection (in place: the lists belong to the slot) instead of sorting and
         encoding the whole set again; anything else is rendered from scratch."""
@@ -883,18 +946,7 @@ class EventEncoder:
         if elements is not None and last:
             n, m = len(value), len(last)
             texts: list[str] = slot[3]
-            if users:
-                # Records are compared by identity first (C), so this is no Python call per
-                # record; a record replaced under the same ForkId fails it and is rebuilt.
-                if n == m + 1 and last.items() <= value.items():
-                    (x,) = value.keys() - last.keys()
-                    i = bisect_left(elements, x)
-                    elements.insert(i, x)
-                    texts.insert(i, self._record(value[x]))
-                    slot[0] = value
-                    slot[1] = text = '{"#set":[' + ",".join(texts) + "]}"
-                    return text
-            elif n == m + 1:
+            if n == m + 1:
                 added = value - last
                 if len(added) == 1:
                     (x,) = added
@@ -917,9 +969,8 @@ class EventEncoder:
                 slot[0] = value
                 same: str = slot[1]
                 return same
-        encode = self._user_json(value) if users else self._atoms.__getitem__
         elements = sorted(value)
-        texts = list(map(encode, elements))
+        texts = list(map(self._atoms.__getitem__, elements))
         slot[2], slot[3] = elements, texts
         return self._joined(slot, value, texts)
 
@@ -928,10 +979,6 @@ class EventEncoder:
         text = '{"#set":[' + ",".join(texts) + "]}"
         slot[0], slot[1] = value, text
         return text
-
-    def _user_json(self, users: Any) -> Callable[[Gid], str]:
-        record = self._record
-        return lambda f: record(users[f])
 
     def _record(self, u: UserRRef) -> str:
         known = self._records.get(u.fork)

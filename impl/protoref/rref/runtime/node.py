@@ -141,7 +141,15 @@ class Node:
         if self.sink.enabled:
             delivered = inp if isinstance(inp, ev.MessageBase) else None
             self.sink.emit(
-                make_event(result.action, self.me, seq, lamport, self.ctx, delivered=delivered)
+                make_event(
+                    result.action,
+                    self.me,
+                    seq,
+                    lamport,
+                    self.ctx,
+                    delivered=delivered,
+                    before=before,
+                )
             )
         if send:
             for m in result.sent:

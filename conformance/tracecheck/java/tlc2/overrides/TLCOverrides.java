@@ -195,6 +195,45 @@ public class TLCOverrides implements ITLCOverrides {
         return new SetEnumValue(out, true);
     }
 
+    /**
+     * TraceOps!TVNewEntries(U, V) == {V[x] : x \\in DOMAIN V \\ DOMAIN U}: the records a step
+     * added to a function that only grows (the RRef mapping's usersAdded), by one merge of
+     * the two domains sorted; nothing when the step left V as U (the same object).
+     */
+    @TLAPlusOperator(identifier = "TVNewEntries", module = "TraceOps", minLevel = 0)
+    public static Value newEntries(final Value u0, final Value v0) {
+        if (u0 == v0) {
+            return new SetEnumValue(new ValueVec(), true);
+        }
+        final FcnRcdValue u = asFunction(u0, "TVNewEntries");
+        final FcnRcdValue v = asFunction(v0, "TVNewEntries");
+        if (u.intv != null || v.intv != null) { // an integer interval as domain: TLC's way
+            final ValueVec out = new ValueVec();
+            final Value[] dom = v.getDomainAsValues();
+            for (int i = 0; i < v.values.length; i++) {
+                final Value x = dom[i];
+                if (lookup(u, x) == null) {
+                    out.addElement(v.values[i]);
+                }
+            }
+            return new SetEnumValue(out, false).normalize();
+        }
+        final ValueVec out = new ValueVec();
+        final int nu = u.domain.length, nv = v.domain.length;
+        int j = 0;
+        for (int i = 0; i < nv; i++) {
+            final Value x = v.domain[i];
+            int c = 1;
+            while (j < nu && (c = u.domain[j].compareTo(x)) < 0) {
+                j++;
+            }
+            if (j >= nu || c != 0) {
+                out.addElement(v.values[i]);
+            }
+        }
+        return new SetEnumValue(out, false).normalize();
+    }
+
     private static SetEnumValue asSet(final Value v, final String op) {
         final Value set = v.toSetEnum();
         if (!(set instanceof SetEnumValue)) {
