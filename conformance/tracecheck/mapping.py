@@ -99,12 +99,7 @@ def spec_actions(module_text: str, next_name: str = "Next") -> dict[str, tuple[s
     dispatch) and stop at *actions* (definitions that prime a variable or say UNCHANGED). A light
     reading of the source, enough for the static check that every action is mapped or hidden.
     """
-    definitions: dict[str, tuple[tuple[str, ...], str]] = {}
-    matches = list(_DEFINITION.finditer(module_text))
-    for i, match in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(module_text)
-        params = tuple(p.strip() for p in (match[2] or "").split(",") if p.strip())
-        definitions[match[1]] = (params, _strip_comments(module_text[match.end() : end]))
+    definitions = _definitions(module_text)
     actions: dict[str, tuple[str, ...]] = {}
     todo, seen = [next_name], {next_name}
     while todo:
@@ -132,7 +127,7 @@ def spec_writers(module_text: str, variable: str, next_name: str = "Next") -> se
     for action in spec_actions(module_text, next_name):
         todo, seen = [action], {action}
         while todo:
-            body = definitions.get(todo.pop(), "")
+            _, body = definitions.get(todo.pop(), ((), ""))
             if primed.search(body):
                 writers.add(action)
                 break
@@ -142,15 +137,15 @@ def spec_writers(module_text: str, variable: str, next_name: str = "Next") -> se
     return writers
 
 
-def _definitions(module_text: str) -> dict[str, str]:
-    """Each top-level definition's body, comments stripped."""
+def _definitions(module_text: str) -> dict[str, tuple[tuple[str, ...], str]]:
+    """Each top-level definition's parameters and body, comments stripped."""
+    definitions: dict[str, tuple[tuple[str, ...], str]] = {}
     matches = list(_DEFINITION.finditer(module_text))
-    return {
-        match[1]: _strip_comments(
-            module_text[match.end() : matches[i + 1].start() if i + 1 < len(matches) else None]
-        )
-        for i, match in enumerate(matches)
-    }
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(module_text)
+        params = tuple(p.strip() for p in (match[2] or "").split(",") if p.strip())
+        definitions[match[1]] = (params, _strip_comments(module_text[match.end() : end]))
+    return definitions
 
 
 def _acts(body: str) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Final, Literal, Self, TypeAlias, TypeVar
 
 from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, WrapSerializer
@@ -660,15 +660,20 @@ HISTORY: Final = {
 }
 
 
+def _new(now: Any, then: Any) -> Any:
+    """The keys (``users``, a mapping by ForkId) or elements a history variable gained
+    between two values of it: the one rule both renderings below follow."""
+    return now.keys() - then.keys() if isinstance(now, Mapping) else now - then
+
+
 def added(name: str, before: RRefContext, ctx: RRefContext) -> frozenset[Any]:
     """What the step from ``before`` to ``ctx`` added to the history variable ``name``
     (an RRefContext attribute): new UserRRef records, or new set elements."""
     now, then = getattr(ctx, name), getattr(before, name)
     if now is then:
         return frozenset()
-    if name == "users":
-        return frozenset(now[f] for f in now.keys() - then.keys())
-    return frozenset(now - then)
+    new = _new(now, then)
+    return frozenset(now[f] for f in new) if name == "users" else frozenset(new)
 
 
 def make_event(
@@ -880,9 +885,8 @@ class EventEncoder:
     ``line(args, node, seq, lamport, ctx, delivered, before)`` is ``encode_line(make_event(args,
     node, seq, lamport, ctx, delivered=..., before=...))`` without building the models. Each
     action has a function generated from its event model's layout (one f-string, no loop over
-    fields). One
-    encoder per trace: it keeps the JSON of every string, id, tuple and UserRRef record it has
-    written and, per node and variable, the last set it wrote with its JSON.
+    fields). One encoder per trace: it keeps the JSON of every string, id, tuple and UserRRef
+    record it has written and, per node and variable, the last set it wrote with its JSON.
     """
 
     def __init__(self) -> None:
@@ -923,21 +927,22 @@ class EventEncoder:
     def _grown(self, now: Any, then: Any, users: bool) -> str:
         """What a step added to a history variable (the UserRRef records by ForkId, or a set),
         when its object changed: usually one element."""
+        new = sorted(_new(now, then))
         if users:
             record = self._record
-            texts = [record(now[f]) for f in sorted(now.keys() - then.keys())]
+            texts = [record(now[f]) for f in new]
         else:
-            texts = list(map(self._atoms.__getitem__, sorted(now - then)))
+            texts = list(map(self._atoms.__getitem__, new))
         return '{"#set":[' + ",".join(texts) + "]}"
 
     def _render(self, slot: _Slot, value: Any) -> str:
         """A set whose object changed since this node last logged this variable. A step adds
         or removes one element (38,403 of the 49,491 sets the bench workload rendered when
         the history variables were logged whole; 3,671 more were a new object equal to the
-        last), so the slot
-        keeps the last set's sorted elements and their JSON, and one element is inserted or
-        deleted by bisection (in place: the lists belong to the slot) instead of sorting and
-        encoding the whole set again; anything else is rendered from scratch."""
+        last), so the slot keeps the last set's sorted elements and their JSON, and one
+        element is inserted or deleted by bisection (in place: the lists belong to the slot)
+        instead of sorting and encoding the whole set again; anything else is rendered from
+        scratch."""
         last = slot[0]
         if not value:
             slot[0], slot[1], slot[2], slot[3] = value, _EMPTY_SET, [], []
