@@ -129,6 +129,13 @@ Msg(t, s, d, r, o, f, p) ==
 InFlight(t, d, r, f) ==
     {m \in net : m.type = t /\ m.dst = d /\ m.rref = r /\ m.fork = f}
 
+\* fn with one more entry, x :> e (fn's own entry if x is already in its domain).
+\* users grows only through it. Named so that trace validation can compute it natively
+\* (tracecheck's TLCOverrides: one sorted insertion, where TLC's @@ copies the whole function
+\* and scans its domain at every step that creates a UserRRef); model checking and every run
+\* without tracecheck's Java classes evaluate this definition.
+AddEntry(fn, x, e) == fn @@ (x :> e)
+
 \* Every UserRRef created, as a set of records.
 Users == {users[f] : f \in DOMAIN users}
 UserOn(w, f) == IF f \in DOMAIN users /\ users[f].on = w THEN {users[f]} ELSE {}
@@ -225,8 +232,8 @@ Remote(w, dst) ==
           THEN LET f == <<w, nextId[w] + 1>>
                IN /\ nextId[w] + 1 <= MaxLocalId[w]
                   /\ nextId' = [nextId EXCEPT ![w] = @ + 2]
-                  /\ users' = users @@ (f :> [fork |-> f, rref |-> r, owner |-> dst,
-                                               on |-> w, parent |-> NoId])
+                  /\ users' = AddEntry(users, f, [fork |-> f, rref |-> r, owner |-> dst,
+                                                    on |-> w, parent |-> NoId])
                   /\ held' = held \cup {f}
                   /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \cup {f}]
                   /\ net' = net \cup {Msg("PYTHON_REMOTE_CALL", w, dst, r, dst, f, NoId)}
@@ -265,7 +272,8 @@ PrepareChildFork(w, dst, r, parent) ==
           ELSE \E u \in UserOn(w, parent) :
                /\ u.rref = r
                /\ parent \in held
-               /\ parent \notin timedOut \cup deleted
+               /\ parent \notin timedOut
+               /\ parent \notin deleted
                /\ pendingChildren' =
                     IF w \in G2Workers
                       THEN [pendingChildren EXCEPT ![w] = @ \cup {<<c, parent>>}]
@@ -284,7 +292,9 @@ ToHere(w, f) ==
     /\ AppCanAct(w)
     /\ \E u \in UserOn(w, f) :
         /\ f \in held
-        /\ f \notin fetched \cup timedOut \cup deleted
+        /\ f \notin fetched
+        /\ f \notin timedOut
+        /\ f \notin deleted
         /\ fetching' = fetching \cup {f}
         /\ fetched' = fetched \cup {f}
         /\ net' = net \cup {Msg("PYTHON_RREF_FETCH_CALL", w, u.owner, u.rref, u.owner, f, NoId)}
@@ -524,8 +534,8 @@ GetOrCreateRRef(w, r, c) ==
                        {Msg("RREF_CHILD_ACCEPT", w, m.src, r, w, c, NoId)} \cup
                        (IF Reference THEN {} ELSE FetchReplies(w, r))
              /\ UNCHANGED <<users, held, pendingUsers, confirmedUsers>>
-        ELSE /\ users' = users @@ (c :> [fork |-> c, rref |-> r, owner |-> m.owner,
-                                          on |-> w, parent |-> m.parent])
+        ELSE /\ users' = AddEntry(users, c, [fork |-> c, rref |-> r, owner |-> m.owner,
+                                               on |-> w, parent |-> m.parent])
              /\ held' = held \cup {c}
              /\ IF m.src = m.owner
                   THEN /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {c}]

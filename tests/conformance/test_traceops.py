@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from tracecheck.javareader import READER_ENV, reader_classes
 from tracecheck.protocols import load_simulator
 from tracecheck.protocols.rref import RREF
 from tracecheck.results import Verdict
-from tracecheck.tlc import TLCOptions, run_tlc
+from tracecheck.tlc import TLCOptions, run_tlc, tlc_command
 from tracecheck.traces import load_trace, parse_trace_lines
 from tracecheck.tracespec import _OPS_MODULE, OPS_MODULE
 from tracecheck.validate import validate_traces
@@ -141,6 +143,151 @@ def test_the_native_operators_are_the_ones_run(
     verdict, text = _run(tmp_path, [f"{call} = {{}}"])
     assert verdict is not Verdict.SUCCESS
     assert native_error in text, text[-2000:]
+
+
+def _add_entry_definition() -> str:
+    """RRef.tla's own definition of AddEntry (the native one must compute it)."""
+    text = (SPEC_ROOT / "rref" / "RRef.tla").read_text(encoding="utf-8")
+    found = re.search(r"^AddEntry\(fn, x, e\) == .*$", text, re.M)
+    assert found is not None, "RRef.tla no longer defines AddEntry(fn, x, e)"
+    return found[0]
+
+
+def _rref_stand_in(folder: Path, checks: Sequence[str] = ()) -> None:
+    """A module named RRef (TLC matches overrides by module name) holding the spec's AddEntry,
+    its copy under another name, and ``checks`` as ASSUMEs."""
+    definition = _add_entry_definition()
+    lines = [
+        "---- MODULE RRef ----",
+        "EXTENDS TLC, Integers, FiniteSets",
+        definition,
+        definition.replace("AddEntry(", "DefAddEntry(", 1),
+        _USERS,
+        'R == [on |-> "w2", rref |-> <<"w0", 0>>]',
+        "RECURSIVE Build(_)",
+        'Build(n) == IF n = 0 THEN <<>> ELSE AddEntry(Build(n - 1), <<"w", (n * 37) % 101>>, n)',
+        *(f"ASSUME {c}" for c in checks),
+        "====",
+        "",
+    ]
+    (folder / "RRef.tla").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _run_stand_in(tmp_path: Path, checks: Sequence[str]) -> tuple[Verdict, str]:
+    classes = reader_classes()
+    assert classes is not None, "the Java reader did not compile: is `javac` installed?"
+    _rref_stand_in(tmp_path, checks)
+    (tmp_path / "Check.tla").write_text(
+        "---- MODULE Check ----\nEXTENDS RRef\nVARIABLE x\nInit == x = 0\n"
+        "Next == UNCHANGED x\n====\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "Check.cfg").write_text("INIT Init\nNEXT Next\n", encoding="utf-8")
+    result = run_tlc(tmp_path / "Check.tla", options=TLCOptions(classpath=(classes,)))
+    said = [result.summary, *(e.message for e in result.errors), *result.printed]
+    return result.verdict, "\n".join(said)
+
+
+#: AddEntry's arguments: a key between, before, after the others and one already there; the
+#: empty function (<<>>); integer domains (TLC's @@ then); a record.
+ADD_ENTRY_CASES = [
+    ('U1, <<"w0", 3>>, R', "between"),
+    ('U1, <<"a", 0>>, R', "first"),
+    ('U1, <<"z", 0>>, R', "last"),
+    ('U1, <<"w1", 9>>, R', "already there"),
+    ('<<>>, <<"w0", 1>>, R', "empty"),
+    ("<<10, 20>>, 3, 30", "integers"),
+    ("<<10, 20>>, 1, 30", "integers, already there"),
+    ('[a |-> 1], "b", 2', "record"),
+]
+
+
+def test_add_entry_natively_equals_the_specs_definition(tmp_path: Path) -> None:
+    checks = [f"AddEntry({args}) = DefAddEntry({args})" for args, _ in ADD_ENTRY_CASES]
+    verdict, text = _run_stand_in(tmp_path, checks)
+    assert verdict is Verdict.SUCCESS, text
+
+
+def test_add_entry_builds_functions_whose_lookups_work(tmp_path: Path) -> None:
+    """30 keys added one by one: over 10 keys TLC looks a key up through a hash index, which
+    the native AddEntry builds itself."""
+    key = '<<"w", (i * 37) % 101>>'
+    checks = [
+        rf"\A i \in 1..30 : Build(30)[{key}] = i",
+        rf"DOMAIN Build(30) = {{{key} : i \in 1..30}}",
+        "Cardinality(DOMAIN Build(30)) = 30",
+    ]
+    verdict, text = _run_stand_in(tmp_path, checks)
+    assert verdict is Verdict.SUCCESS, text
+    wrong, _ = _run_stand_in(tmp_path, ['Build(30)[<<"w", 37>>] = 2'])
+    assert wrong is not Verdict.SUCCESS
+
+
+def test_add_entry_is_the_native_one(tmp_path: Path) -> None:
+    """TLC says which overrides it loaded: AddEntry of module RRef is one, so the tests above
+    compare the native version with the definition, not the definition with itself."""
+    classes = reader_classes()
+    assert classes is not None, "the Java reader did not compile: is `javac` installed?"
+    verdict, text = _run_stand_in(tmp_path, ['AddEntry(U1, <<"w0", 3>>, R) # U1'])
+    assert verdict is Verdict.SUCCESS, text
+    options = TLCOptions(classpath=(classes,))
+    cmd = tlc_command(tmp_path / "Check.tla", tmp_path / "Check.cfg", options, tmp_path / "m")
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False).stdout
+    assert "Loading AddEntry operator override from tlc2.overrides.TLCOverrides" in out, out
+
+
+#: A set and a function that grow by one element per step, as the RRef spec's history
+#: variables do (X \cup {x}, RRef!AddEntry), each new key landing anywhere in the order (37 is
+#: coprime to 101). TVMinus sorts the grown set in place from the previous one
+#: (TLCOverrides.Grown), AddEntry inserts natively and gives TLC its hash index; every later
+#: step looks each key up again, compares the whole, and has TLC's own operators (\in, [],
+#: =, \cup) work on the values so built.
+_GROWING = r"""
+VARIABLES n, X, U
+Key(i) == <<"w", (i * 37) % 101>>
+Init == n = 0 /\ X = {} /\ U = <<>>
+Next == /\ n < 100
+        /\ n' = n + 1
+        /\ X' = X \cup {Key(n')}
+        /\ U' = AddEntry(U, Key(n'), [on |-> IF n' % 2 = 0 THEN "even" ELSE "odd", i |-> n'])
+        /\ Assert(TVMinus(X', X) = {Key(n')}, <<"TVMinus", n'>>)
+        /\ Assert(TVMinus(X, X) = {}, <<"TVMinus of the same", n'>>)
+        /\ Assert(TVNewEntries(U, U') = {U'[Key(n')]}, <<"TVNewEntries", n'>>)
+        /\ Assert(\A i \in 1..n' : Key(i) \in X' /\ U'[Key(i)].i = i, <<"lookups", n'>>)
+        /\ Assert(X' = {Key(i) : i \in 1..n'}, <<"X'", n'>>)
+        /\ Assert(DOMAIN U' = X', <<"DOMAIN U'", n'>>)
+        /\ Assert(TVSliceBy(X', U', "on", "even") = {Key(i) : i \in {j \in 1..n' : j % 2 = 0}},
+                  <<"TVSliceBy", n'>>)
+        /\ Assert(TVMinus(X', {Key(1)}) = X' \ {Key(1)}, <<"TVMinus, not grown", n'>>)
+NotYet == n < 100
+"""
+
+
+@pytest.mark.parametrize("simulate", [True, False], ids=["simulation", "breadth-first"])
+def test_values_sorted_in_place_as_they_grow_stay_the_same_values(
+    tmp_path: Path, simulate: bool
+) -> None:
+    classes = reader_classes()
+    assert classes is not None, "the Java reader did not compile: is `javac` installed?"
+    _rref_stand_in(tmp_path)
+    module = "\n".join(
+        ["---- MODULE Grow ----", f"EXTENDS {OPS_MODULE}, RRef, TLC, Integers", _GROWING, "===="]
+    )
+    (tmp_path / f"{OPS_MODULE}.tla").write_text(_OPS_MODULE, encoding="utf-8")
+    (tmp_path / "Grow.tla").write_text(module + "\n", encoding="utf-8")
+    # NotYet fails once n = 100: the run got there, every Assert on the way held
+    (tmp_path / "Grow.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT NotYet\n", "utf-8")
+    options = TLCOptions(
+        classpath=(classes,),
+        simulate=simulate,
+        traces=1 if simulate else None,
+        depth=110 if simulate else None,
+    )
+    result = run_tlc(tmp_path / "Grow.tla", options=options)
+    said = "\n".join([result.summary, *(e.message for e in result.errors), *result.printed])
+    assert (result.verdict, result.violated) == (Verdict.INVARIANT, "NotYet"), said
+    assert result.counterexample is not None
+    assert len(result.counterexample.states) == 101
 
 
 def test_rref_traces_get_the_same_verdicts_with_and_without_the_native_operators(

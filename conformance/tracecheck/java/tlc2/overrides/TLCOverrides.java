@@ -10,12 +10,17 @@
 package tlc2.overrides;
 
 import java.io.IOException;
+import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 
+import tlc2.module.TLC;
 import tlc2.output.EC;
 import tlc2.tool.EvalException;
 import tlc2.value.impl.BoolValue;
@@ -174,8 +179,17 @@ public class TLCOverrides implements ITLCOverrides {
      */
     @TLAPlusOperator(identifier = "TVMinus", module = "TraceOps", minLevel = 0)
     public static Value minus(final Value s0, final Value t0) {
-        final SetEnumValue s = asSet(s0, "TVMinus");
-        final SetEnumValue t = asSet(t0, "TVMinus");
+        final SetEnumValue s = toSet(s0, "TVMinus");
+        final SetEnumValue t = toSet(t0, "TVMinus");
+        if (s == t) { // TVMinus(X', X) of a step that left X alone
+            return new SetEnumValue(new ValueVec(), true);
+        }
+        final Value[] added = Grown.sort(s, t); // X' is often X with a step's elements appended
+        if (added != null) {
+            return new SetEnumValue(new ValueVec(added), true);
+        }
+        s.normalize();
+        t.normalize();
         if (!(s.isNormalized() && t.isNormalized())) {
             return s.diff(t); // elements TLC cannot order: its own operator, as the definition
         }
@@ -185,10 +199,12 @@ public class TLCOverrides implements ITLCOverrides {
         for (int i = 0; i < ns; i++) {
             final Value x = s.elems.elementAt(i);
             int c = 1;
-            while (j < nt && (c = t.elems.elementAt(j).compareTo(x)) < 0) {
+            while (j < nt && (c = same(t.elems.elementAt(j), x)) < 0) {
                 j++;
             }
-            if (j >= nt || c != 0) {
+            if (j < nt && c == 0) {
+                j++; // matched: the next element of S starts after it
+            } else {
                 out.addElement(x);
             }
         }
@@ -224,40 +240,128 @@ public class TLCOverrides implements ITLCOverrides {
         for (int i = 0; i < nv; i++) {
             final Value x = v.domain[i];
             int c = 1;
-            while (j < nu && (c = u.domain[j].compareTo(x)) < 0) {
+            while (j < nu && (c = same(u.domain[j], x)) < 0) {
                 j++;
             }
-            if (j >= nu || c != 0) {
+            if (j < nu && c == 0) {
+                j++; // matched: the next key of V starts after it
+            } else {
                 out.addElement(v.values[i]);
             }
         }
         return new SetEnumValue(out, false).normalize();
     }
 
-    private static SetEnumValue asSet(final Value v, final String op) {
-        final Value set = v.toSetEnum();
-        if (!(set instanceof SetEnumValue)) {
-            throw new EvalException(EC.GENERAL, op + ": not a finite set: " + v);
+    /**
+     * a.compareTo(b), 0 at once when they are the same object: a step's post-state shares
+     * most of its elements with the pre-state's, so merging the two compares pointers.
+     */
+    private static int same(final Value a, final Value b) {
+        return a == b ? 0 : a.compareTo(b);
+    }
+
+    /**
+     * RRef!AddEntry(fn, x, e) == fn @@ (x :> e), the one way the RRef spec grows users. TLC's
+     * @@ copies both functions into new vectors and looks each key of the second up in the
+     * first by a linear scan, and the result is unsorted, so the next lookup in it hashes
+     * every key into an index (about 40% and 30% of TLC's time on a 100,000-event trace, for
+     * a function of thousands of entries). Here: a binary search, one array copy with x's
+     * entry in its place, and the index TLC would build, from the keys' cached hash codes.
+     * Functions whose domain TLC cannot sort, or an integer interval, go to TLC's @@.
+     */
+    @TLAPlusOperator(identifier = "AddEntry", module = "RRef", minLevel = 0)
+    public static Value addEntry(final Value fn0, final Value x, final Value e) {
+        final Value f1 = fn0.toFcnRcd();
+        if (f1 instanceof FcnRcdValue) {
+            final FcnRcdValue fn = (FcnRcdValue) f1;
+            if (fn.domain == null && fn.intv != null && fn.intv.size() == 0) { // <<>>
+                return new FcnRcdValue(new Value[] { x }, new Value[] { e }, true);
+            }
+            if (fn.domain != null) {
+                fn.normalize();
+                if (fn.isNormalized()) {
+                    final Value[] dom = fn.domain;
+                    int lo = 0, hi = dom.length;
+                    while (lo < hi) {
+                        final int mid = (lo + hi) >>> 1;
+                        final int c = dom[mid].compareTo(x);
+                        if (c == 0) {
+                            return fn; // f @@ g takes f's entry
+                        }
+                        if (c < 0) {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    final int n = dom.length;
+                    final Value[] d = new Value[n + 1];
+                    final Value[] v = new Value[n + 1];
+                    System.arraycopy(dom, 0, d, 0, lo);
+                    System.arraycopy(fn.values, 0, v, 0, lo);
+                    d[lo] = x;
+                    v[lo] = e;
+                    System.arraycopy(dom, lo, d, lo + 1, n - lo);
+                    System.arraycopy(fn.values, lo, v, lo + 1, n - lo);
+                    final FcnRcdValue out = new FcnRcdValue(d, v, true);
+                    Grown.index(fn, out, lo);
+                    return out;
+                }
+            }
         }
-        final SetEnumValue out = (SetEnumValue) set;
+        return TLC.CombineFcn(fn0, new FcnRcdValue(new Value[] { x }, new Value[] { e }, true));
+    }
+
+    private static SetEnumValue asSet(final Value v, final String op) {
+        final SetEnumValue out = toSet(v, op);
         out.normalize();
         return out;
     }
 
+    private static SetEnumValue toSet(final Value v, final String op) {
+        final Value set = v.toSetEnum();
+        if (!(set instanceof SetEnumValue)) {
+            throw new EvalException(EC.GENERAL, op + ": not a finite set: " + v);
+        }
+        return (SetEnumValue) set;
+    }
+
     private static FcnRcdValue asFunction(final Value v, final String op) {
+        final FcnRcdValue out = toFunction(v, op);
+        out.normalize(); // sorted domain: lookups are binary searches
+        return out;
+    }
+
+    private static FcnRcdValue toFunction(final Value v, final String op) {
         final Value f = v.toFcnRcd();
         if (!(f instanceof FcnRcdValue)) {
             throw new EvalException(EC.GENERAL, op + ": not a function: " + v);
         }
-        final FcnRcdValue out = (FcnRcdValue) f;
-        out.normalize(); // sorted domain: lookups are binary searches
-        return out;
+        return (FcnRcdValue) f;
     }
 
     /** f[x] if x \in DOMAIN f, else null (never an error: that is the definitions' guard). */
     private static Value lookup(final FcnRcdValue f, final Value x) {
         if (f.intv != null) { // 1..n: only integers can be in it
             return x instanceof IntValue ? f.select(x) : null;
+        }
+        if (f.isNormalized() && f.domain != null) {
+            // A binary search: select() first hashes the whole domain into an index, once per
+            // function value, and a function that grows (users) is a new value at each step.
+            int lo = 0, hi = f.domain.length;
+            while (lo < hi) {
+                final int mid = (lo + hi) >>> 1;
+                final int c = f.domain[mid].compareTo(x);
+                if (c == 0) {
+                    return f.values[mid];
+                }
+                if (c < 0) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            return null;
         }
         return f.select(x);
     }
@@ -270,6 +374,178 @@ public class TLCOverrides implements ITLCOverrides {
             throw new EvalException(EC.GENERAL, op + ": " + u + " has no field " + key);
         }
         return v;
+    }
+
+    /**
+     * Sorting a set that grew by a few elements, in place, without sorting it whole; and the
+     * hash index of a new function, from cached hash codes.
+     *
+     * Under -simulate TLC sorts a set only when an operator needs it sorted, and then by
+     * binary insertion: about n log n comparisons even when the set is sorted but for one
+     * element. A set that only grows (the RRef spec's deleted, fetched, timedOut, tombstones)
+     * grows by X \cup {x}, which TLC builds as X's elements, in X's order, followed by the new
+     * ones. Sorting that whole at every step made long traces quadratic. When the grown set's
+     * first elements are the sorted base's own (the same objects: one pointer comparison
+     * each, no value comparison), only the tail is placed, by binary search and block moves.
+     * The value is the same set; only its internal order changes, as TLC's own normalize()
+     * changes it, and the next step's membership tests and \cup see a sorted set (binary
+     * searches instead of linear scans). Anything else is left to TLC's normalize().
+     */
+    static final class Grown {
+        private static final Field SET_NORM = field(SetEnumValue.class, "isNorm");
+        private static final Field FCN_INDEX = field(FcnRcdValue.class, "indexTbl");
+
+        private Grown() {
+        }
+
+        private static Field field(final Class<?> c, final String name) {
+            try {
+                final Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f;
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                return null; // another TLC: its own normalize() does it, more slowly
+            }
+        }
+
+        /**
+         * If {@code grown} is {@code base}'s elements and then a few more, sort it in place and
+         * return those few (sorted: grown \ base); otherwise null, and nothing changed.
+         */
+        static Value[] sort(final SetEnumValue grown, final SetEnumValue base) {
+            if (SET_NORM == null || grown.isNormalized() || !base.isNormalized()) {
+                return null;
+            }
+            final int m = base.elems.size();
+            if (grown.elems.size() < m) {
+                return null;
+            }
+            for (int i = 0; i < m; i++) {
+                if (grown.elems.elementAt(i) != base.elems.elementAt(i)) {
+                    return null;
+                }
+            }
+            final Value[] keys = grown.elems.toArray();
+            final Value[] added = insertTail(keys, null, m);
+            if (added != null) {
+                grown.elems = new ValueVec(keys);
+                mark(SET_NORM, grown, true);
+            }
+            return added;
+        }
+
+        /**
+         * The keys' hashCode()s of the functions AddEntry built last, by identity: the next
+         * AddEntry on one of them copies its array with one more hash instead of hashing every
+         * key again. A few suffice (one per trace being checked at a time); the map is cleared
+         * when it holds more.
+         */
+        private static final Map<FcnRcdValue, int[]> HASHES = new IdentityHashMap<>();
+
+        /**
+         * {@code out} is {@code fn} with key {@code x} inserted at {@code at}: give it the hash
+         * index TLC's FcnRcdValue.select() would build at its first lookup (createIndex: open
+         * addressing over 2n + 1 slots, linear probing). TLC's own fingerprints every key of
+         * every new function value, and users is a new value at every step that adds a
+         * UserRRef. Below 11 keys TLC uses no index (select() then searches).
+         */
+        static synchronized void index(final FcnRcdValue fn, final FcnRcdValue out, final int at) {
+            final Value[] domain = out.domain;
+            int[] base = HASHES.get(fn);
+            if (base == null) {
+                base = new int[fn.domain.length];
+                for (int i = 0; i < base.length; i++) {
+                    base[i] = fn.domain[i].hashCode();
+                }
+            }
+            final int[] hashes = new int[domain.length];
+            System.arraycopy(base, 0, hashes, 0, at);
+            hashes[at] = domain[at].hashCode();
+            System.arraycopy(base, at, hashes, at + 1, base.length - at);
+            if (HASHES.size() >= 16) {
+                HASHES.clear();
+            }
+            HASHES.put(out, hashes);
+            if (FCN_INDEX == null || domain.length <= 10) {
+                return;
+            }
+            final int len = domain.length * 2 + 1;
+            final int[] table = new int[len];
+            Arrays.fill(table, -1);
+            for (int i = 0; i < domain.length; i++) {
+                int slot = (hashes[i] & 0x7FFFFFFF) % len;
+                while (table[slot] != -1) {
+                    slot = (slot + 1) % len;
+                }
+                table[slot] = i;
+            }
+            mark(FCN_INDEX, out, table);
+        }
+
+        private static void mark(final Field f, final Object target, final Object value) {
+            try {
+                f.set(target, value);
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e); // setAccessible succeeded when loaded
+            }
+        }
+
+        /**
+         * keys[0, m) sorted, keys[m, n) not: sort the whole in place (vals, if given, moved
+         * along) and return the tail's keys sorted. Null, with nothing changed, if a tail key
+         * equals another key (not a value that grew: TLC's normalize() decides).
+         */
+        static Value[] insertTail(final Value[] keys, final Value[] vals, final int m) {
+            final int n = keys.length, k = n - m;
+            if (k == 0) {
+                return new Value[0];
+            }
+            final Integer[] order = new Integer[k]; // the tail's positions, sorted by key
+            for (int i = 0; i < k; i++) {
+                order[i] = m + i;
+            }
+            Arrays.sort(order, (a, b) -> keys[a].compareTo(keys[b]));
+            final int[] at = new int[k]; // where each tail key goes among the prefix's
+            for (int i = 0; i < k; i++) {
+                final Value x = keys[order[i]];
+                if (i > 0 && keys[order[i - 1]].compareTo(x) == 0) {
+                    return null;
+                }
+                int lo = 0, hi = m;
+                while (lo < hi) {
+                    final int mid = (lo + hi) >>> 1;
+                    final int c = keys[mid].compareTo(x);
+                    if (c == 0) {
+                        return null;
+                    }
+                    if (c < 0) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                at[i] = lo;
+            }
+            final Value[] tailKeys = new Value[k];
+            final Value[] tailVals = new Value[k];
+            for (int i = 0; i < k; i++) {
+                tailKeys[i] = keys[order[i]];
+                tailVals[i] = vals == null ? null : vals[order[i]];
+            }
+            // From the back: the prefix keys from at[i] up to the previous insertion point
+            // move up by i + 1 (the tail keys that go before or at them, this one included).
+            int end = m;
+            for (int i = k - 1; i >= 0; i--) {
+                System.arraycopy(keys, at[i], keys, at[i] + i + 1, end - at[i]);
+                keys[at[i] + i] = tailKeys[i];
+                if (vals != null) {
+                    System.arraycopy(vals, at[i], vals, at[i] + i + 1, end - at[i]);
+                    vals[at[i] + i] = tailVals[i];
+                }
+                end = at[i];
+            }
+            return tailKeys;
+        }
     }
 
     /** A recursive-descent reader of one line; nesting depth is bounded by the trace's. */
