@@ -192,7 +192,12 @@ def _add_bench(sub: Any) -> None:
         "--tv-runs", type=int, default=100, help="RRef traces for the trace-validation figures"
     )
     bench.add_argument("--tv-steps", type=int, default=1440, help="workload steps per trace")
-    bench.add_argument("--tv-long-steps", type=int, default=8000, help="steps of the long trace")
+    bench.add_argument(
+        "--tv-long-steps",
+        type=int,
+        default=100_000,
+        help="steps of the long trace (about 100,400 events)",
+    )
     bench.set_defaults(func=_cmd_bench)
 
 

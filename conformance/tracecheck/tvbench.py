@@ -23,6 +23,8 @@ from pathlib import Path
 
 from tracecheck.javareader import READER_ENV
 from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.protocols.rref import STEADY_APP_WEIGHT
+from tracecheck.protocols.rref import simulate as simulate_rref
 from tracecheck.traces import Trace, load_trace
 from tracecheck.validate import CheckerError, validate_traces
 
@@ -74,24 +76,28 @@ def prefix(trace: Trace, count: int) -> Trace:
 
 def _timed(
     label: str,
-    traces: list[Trace],
+    paths: list[Path],
     spec_root: Path,
     *,
     one_run_each: bool,
     simulate: bool = True,
     reader: bool = True,
 ) -> Row:
+    """Validate trace files end to end, the clock running from loading them to the verdicts."""
     mapping = load_mapping("rref")
     before = os.environ.get(READER_ENV)
     if not reader:
         os.environ[READER_ENV] = "0"
     started = time.monotonic()
     try:
-        batches = [[t] for t in traces] if one_run_each else [traces]
-        reports = [
-            validate_traces(b, mapping, spec_root, explain=False, simulate=simulate)
-            for b in batches
-        ]
+        batches = [[p] for p in paths] if one_run_each else [paths]
+        reports, events = [], 0
+        for batch in batches:
+            traces = [load_trace(p) for p in batch]
+            events += sum(len(t.events) for t in traces)
+            reports.append(
+                validate_traces(traces, mapping, spec_root, explain=False, simulate=simulate)
+            )
     finally:
         if before is None:
             os.environ.pop(READER_ENV, None)
@@ -100,70 +106,83 @@ def _timed(
     seconds = time.monotonic() - started
     return Row(
         label=label,
-        traces=len(traces),
-        events=sum(len(t.events) for t in traces),
+        traces=len(paths),
+        events=events,
         runs=sum(r.tlc_runs for r in reports),
         seconds=seconds,
         accepted=all(r.all_accepted for r in reports),
     )
 
 
+def _prefix_file(path: Path, count: int, out: Path) -> Path:
+    """The header and the first ``count`` events of a trace file (a prefix of a behaviour)."""
+    with path.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
+        for number, line in enumerate(src):
+            if number > count:
+                break
+            dst.write(line)
+    return out
+
+
 def measure(
     spec_root: Path, runs: int, steps: int, long_steps: int, *, singles: bool = True
 ) -> TVFigures:
     """Simulate the traces, then validate: the long one (and its prefixes), the batch, and
-    (when ``singles``) every batch trace in its own TLC run."""
+    (when ``singles``) every batch trace in its own TLC run. The long trace's workload keeps
+    the simulator's network bounded (:data:`STEADY_APP_WEIGHT`), as a long run of a real
+    system does; the batch's traces are the campaign's."""
     simulate = load_simulator("rref")
-    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-tv-") as tmp:
+        started = time.monotonic()
         paths = [Path(tmp) / f"s{seed}.ndjson" for seed in range(1, runs + 1)]
         for seed, path in enumerate(paths, start=1):
             simulate(seed, steps, path)
-        traces = [load_trace(p) for p in paths]
-        long_trace = None
+        long_path = Path(tmp) / "long.ndjson"
         if long_steps:
-            simulate(LONG_SEED, long_steps, Path(tmp) / "long.ndjson")
-            long_trace = load_trace(Path(tmp) / "long.ndjson")
-    simulated = time.monotonic() - started
-    long_rows: list[Row] = []
-    if long_trace is not None:
-        total = len(long_trace.events)
-        for part, name in ((4, "first quarter"), (2, "first half"), (1, "whole")):
-            piece = prefix(long_trace, total // part)
-            long_rows.append(_timed(f"long trace, {name}", [piece], spec_root, one_run_each=False))
-    batch_row = single_row = None
-    variants: list[tuple[Row, Row]] = []
-    if runs:
-        batch_row = _timed("batch", traces, spec_root, one_run_each=False)
-        few = traces[:READER_TRACES]
-        variants = [
-            (
-                _timed(
-                    "batch, breadth-first search only",
-                    traces,
-                    spec_root,
-                    one_run_each=False,
-                    simulate=False,
+            simulate_rref(LONG_SEED, long_steps, long_path, app_weight=STEADY_APP_WEIGHT)
+        simulated = time.monotonic() - started
+        long_rows: list[Row] = []
+        if long_steps:
+            total = len(load_trace(long_path).events)
+            for part, name in ((4, "first quarter"), (2, "first half"), (1, "whole")):
+                piece = long_path
+                if part > 1:
+                    piece = _prefix_file(long_path, total // part, Path(tmp) / f"long-{part}")
+                row = _timed(f"long trace, {name}", [piece], spec_root, one_run_each=False)
+                long_rows.append(row)
+        batch_row = single_row = None
+        variants: list[tuple[Row, Row]] = []
+        if runs:
+            batch_row = _timed("batch", paths, spec_root, one_run_each=False)
+            few = paths[:READER_TRACES]
+            variants = [
+                (
+                    _timed(
+                        "batch, breadth-first search only",
+                        paths,
+                        spec_root,
+                        one_run_each=False,
+                        simulate=False,
+                    ),
+                    batch_row,
                 ),
-                batch_row,
-            ),
-            (
-                _timed(
-                    f"first {len(few)}, TLA+ data module (no Java reader)",
-                    few,
-                    spec_root,
-                    one_run_each=False,
-                    reader=False,
+                (
+                    _timed(
+                        f"first {len(few)}, TLA+ data module (no Java reader)",
+                        few,
+                        spec_root,
+                        one_run_each=False,
+                        reader=False,
+                    ),
+                    _timed(f"first {len(few)}, Java reader", few, spec_root, one_run_each=False),
                 ),
-                _timed(f"first {len(few)}, Java reader", few, spec_root, one_run_each=False),
-            ),
-        ]
-        if any(v.accepted != r.accepted for v, r in variants):
-            raise CheckerError("the batch's variants disagree on a verdict: a checker bug")
-        if singles:
-            single_row = _timed("one TLC run per trace", traces, spec_root, one_run_each=True)
-            if single_row.accepted != batch_row.accepted:
-                raise CheckerError("batch and single-trace runs disagree: a checker bug")
+            ]
+            if any(v.accepted != r.accepted for v, r in variants):
+                raise CheckerError("the batch's variants disagree on a verdict: a checker bug")
+            if singles:
+                single_row = _timed("one TLC run per trace", paths, spec_root, one_run_each=True)
+                if single_row.accepted != batch_row.accepted:
+                    raise CheckerError("batch and single-trace runs disagree: a checker bug")
     return TVFigures(long_rows, batch_row, single_row, variants, runs, steps, long_steps, simulated)
 
 
@@ -221,7 +240,9 @@ def tv_block(fig: TVFigures) -> str:
         f"Measured {stamp} by `tracecheck bench` (`--tv-runs {fig.traces} --tv-steps "
         f"{fig.steps} --tv-long-steps {fig.long_steps}`): RRef traces of protoref's seeded "
         f"simulator (simulating them took {fig.simulate_seconds:.1f} s, not counted below), "
-        "validated end to end (loading, schema check, rendering, TLC), one after the other.",
+        "validated end to end (loading, schema check, rendering, TLC), one after the other. "
+        f"The long trace's workload keeps the network bounded (application weight "
+        f"{STEADY_APP_WEIGHT}); the batch's is the campaign's.",
         "",
         "| what | traces | events | TLC runs | seconds | events/s | all accepted |",
         "|---|---:|---:|---:|---:|---:|---|",

@@ -16,6 +16,7 @@ header's environment actor ``"barrier"`` with the global ``stopping`` after it; 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tracecheck.mapping import ActionMap, ProtocolMap
@@ -52,7 +53,7 @@ _SLICE = {
     # table to the spec), so checking each step's growth checks the whole value, and a trace's
     # size stays linear in its length. The growth is global: a step is one worker's, and what
     # it adds lives on that worker. users is a function ForkId -> UserRRef record, grown by
-    # users @@ (f :> ...): its new entries (TraceOps; nothing when the step left it alone).
+    # AddEntry(users, f, ...): its new entries (TraceOps; nothing when the step left it alone).
     "usersAdded": "TVNewEntries(users, users')",
     **{f"{name}Added": f"TVMinus({name}', {name})" for name in ("fetched", "deleted", "timedOut")},
     "tombstonesAdded": "TVMinus(tombstones'[@], tombstones[@])",
@@ -182,7 +183,16 @@ RREF = ProtocolMap(
 )
 
 
-def simulate(seed: int, steps: int, out: Path) -> None:
+#: The share of application steps at which the simulator's network keeps up: measured on
+#: seed 1000, the messages in flight stay under about 100 over 40,000 steps at 0.2 and 0.25,
+#: while at the default 0.35 they grow without bound (818 after 10,000 steps, 6,911 after
+#: 80,000: the application sends faster than the scheduler delivers), and with them the
+#: forks and pending children waiting on those messages. A long run of a real system is in
+#: the first regime; the bench's long trace uses it (docs/performance.md).
+STEADY_APP_WEIGHT = 0.2
+
+
+def simulate(seed: int, steps: int, out: Path, *, app_weight: float | None = None) -> None:
     """One seeded random run of protoref's RRef simulator, its trace written to ``out``.
 
     Every run ends with the graceful-shutdown phase (``SimConfig(shutdown=True)``): Shutdown is
@@ -191,10 +201,13 @@ def simulate(seed: int, steps: int, out: Path) -> None:
     run (traces with different constants cannot share one); the workload phase before the
     barrier is the same as without shutdown. Retried first attempts may be lost
     (``lose_first_attempts``, RRef.tla ``LoseFirstAttempt``), as the runtime's are when a
-    connection breaks.
+    connection breaks. ``app_weight`` is the share of application steps (the simulator's
+    default when None; :data:`STEADY_APP_WEIGHT` for a run whose state stays bounded).
     """
     from protoref.rref.simulator import SimConfig, Simulator  # noqa: PLC0415 - campaigns only
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
     config = SimConfig(shutdown=True, lose_first_attempts=True)
+    if app_weight is not None:
+        config = replace(config, app_weight=app_weight)
     Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)
