@@ -208,6 +208,19 @@ def test_add_entry_natively_equals_the_specs_definition(tmp_path: Path) -> None:
     assert verdict is Verdict.SUCCESS, text
 
 
+def test_add_entry_of_keys_tlc_cannot_order_fails_as_tlcs_own(tmp_path: Path) -> None:
+    """A tuple key added to a record's string keys: TLC cannot compare them, so the native
+    AddEntry hands them to TLC's @@, which fails exactly as the definition does."""
+    said = []
+    for op in ("AddEntry", "DefAddEntry"):
+        verdict, text = _run_stand_in(tmp_path, [f'{op}([a |-> 1], <<"w", 1>>, 2) # <<>>'])
+        assert verdict is not Verdict.SUCCESS
+        said.append(text)
+    errors = [[line for line in t.splitlines() if "Attempted to" in line] for t in said]
+    assert errors[0], said[0]
+    assert errors[0] == errors[1]
+
+
 def test_add_entry_builds_functions_whose_lookups_work(tmp_path: Path) -> None:
     """30 keys added one by one: over 10 keys TLC looks a key up through a hash index, which
     the native AddEntry builds itself."""

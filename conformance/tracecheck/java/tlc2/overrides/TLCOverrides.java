@@ -278,38 +278,51 @@ public class TLCOverrides implements ITLCOverrides {
                 return new FcnRcdValue(new Value[] { x }, new Value[] { e }, true);
             }
             if (fn.domain != null) {
-                fn.normalize();
-                if (fn.isNormalized()) {
-                    final Value[] dom = fn.domain;
-                    int lo = 0, hi = dom.length;
-                    while (lo < hi) {
-                        final int mid = (lo + hi) >>> 1;
-                        final int c = dom[mid].compareTo(x);
-                        if (c == 0) {
-                            return fn; // f @@ g takes f's entry
-                        }
-                        if (c < 0) {
-                            lo = mid + 1;
-                        } else {
-                            hi = mid;
-                        }
+                try {
+                    final Value out = insertSorted(fn, x, e);
+                    if (out != null) {
+                        return out;
                     }
-                    final int n = dom.length;
-                    final Value[] d = new Value[n + 1];
-                    final Value[] v = new Value[n + 1];
-                    System.arraycopy(dom, 0, d, 0, lo);
-                    System.arraycopy(fn.values, 0, v, 0, lo);
-                    d[lo] = x;
-                    v[lo] = e;
-                    System.arraycopy(dom, lo, d, lo + 1, n - lo);
-                    System.arraycopy(fn.values, lo, v, lo + 1, n - lo);
-                    final FcnRcdValue out = new FcnRcdValue(d, v, true);
-                    Grown.index(fn, out, lo);
-                    return out;
+                } catch (RuntimeException notComparable) {
+                    // keys TLC cannot order (sorting only permutes the entries): its own @@
                 }
             }
         }
         return TLC.CombineFcn(fn0, new FcnRcdValue(new Value[] { x }, new Value[] { e }, true));
+    }
+
+    /** fn @@ (x :> e) with fn's domain sorted (in place first); null if it cannot be sorted. */
+    private static Value insertSorted(final FcnRcdValue fn, final Value x, final Value e) {
+        fn.normalize();
+        if (!fn.isNormalized()) {
+            return null;
+        }
+        final Value[] dom = fn.domain;
+        int lo = 0, hi = dom.length;
+        while (lo < hi) {
+            final int mid = (lo + hi) >>> 1;
+            final int c = dom[mid].compareTo(x);
+            if (c == 0) {
+                return fn; // f @@ g takes f's entry
+            }
+            if (c < 0) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        final int n = dom.length;
+        final Value[] d = new Value[n + 1];
+        final Value[] v = new Value[n + 1];
+        System.arraycopy(dom, 0, d, 0, lo);
+        System.arraycopy(fn.values, 0, v, 0, lo);
+        d[lo] = x;
+        v[lo] = e;
+        System.arraycopy(dom, lo, d, lo + 1, n - lo);
+        System.arraycopy(fn.values, lo, v, lo + 1, n - lo);
+        final FcnRcdValue out = new FcnRcdValue(d, v, true);
+        Grown.index(fn, out, lo);
+        return out;
     }
 
     private static SetEnumValue asSet(final Value v, final String op) {
