@@ -22,13 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tracecheck.javareader import READER_ENV
-from tracecheck.protocols import load_mapping, load_simulator
-from tracecheck.protocols.rref import STEADY_APP_WEIGHT
-from tracecheck.protocols.rref import simulate as simulate_rref
-from tracecheck.traces import Trace, load_trace
+from tracecheck.protocols import load_mapping
+from tracecheck.protocols.rref import STEADY_APP_WEIGHT, simulate
+from tracecheck.traces import load_trace
 from tracecheck.validate import CheckerError, validate_traces
 
-__all__ = ["Row", "TVFigures", "measure", "prefix", "tv_block"]
+__all__ = ["Row", "TVFigures", "measure", "prefix_file", "tv_block"]
 
 TV_START = "<!-- bench:tv:start -->"
 TV_END = "<!-- bench:tv:end -->"
@@ -67,11 +66,6 @@ class TVFigures:
     steps: int
     long_steps: int
     simulate_seconds: float
-
-
-def prefix(trace: Trace, count: int) -> Trace:
-    """The first ``count`` events of a trace (a prefix of a spec behaviour is one too)."""
-    return trace.model_copy(update={"events": trace.events[:count], "lines": trace.lines[:count]})
 
 
 def _timed(
@@ -114,8 +108,9 @@ def _timed(
     )
 
 
-def _prefix_file(path: Path, count: int, out: Path) -> Path:
-    """The header and the first ``count`` events of a trace file (a prefix of a behaviour)."""
+def prefix_file(path: Path, count: int, out: Path) -> Path:
+    """The header and the first ``count`` events of a trace file, written to ``out`` (a prefix
+    of a spec behaviour is one too)."""
     with path.open(encoding="utf-8") as src, out.open("w", encoding="utf-8") as dst:
         for number, line in enumerate(src):
             if number > count:
@@ -131,7 +126,6 @@ def measure(
     (when ``singles``) every batch trace in its own TLC run. The long trace's workload keeps
     the simulator's network bounded (:data:`STEADY_APP_WEIGHT`), as a long run of a real
     system does; the batch's traces are the campaign's."""
-    simulate = load_simulator("rref")
     with tempfile.TemporaryDirectory(prefix="bench-tv-") as tmp:
         started = time.monotonic()
         paths = [Path(tmp) / f"s{seed}.ndjson" for seed in range(1, runs + 1)]
@@ -139,15 +133,16 @@ def measure(
             simulate(seed, steps, path)
         long_path = Path(tmp) / "long.ndjson"
         if long_steps:
-            simulate_rref(LONG_SEED, long_steps, long_path, app_weight=STEADY_APP_WEIGHT)
+            simulate(LONG_SEED, long_steps, long_path, app_weight=STEADY_APP_WEIGHT)
         simulated = time.monotonic() - started
         long_rows: list[Row] = []
         if long_steps:
-            total = len(load_trace(long_path).events)
+            with long_path.open(encoding="utf-8") as f:
+                total = sum(1 for _ in f) - 1  # events: every line after the header
             for part, name in ((4, "first quarter"), (2, "first half"), (1, "whole")):
                 piece = long_path
                 if part > 1:
-                    piece = _prefix_file(long_path, total // part, Path(tmp) / f"long-{part}")
+                    piece = prefix_file(long_path, total // part, Path(tmp) / f"long-{part}")
                 row = _timed(f"long trace, {name}", [piece], spec_root, one_run_each=False)
                 long_rows.append(row)
         batch_row = single_row = None

@@ -72,8 +72,16 @@ def test_bench_reports_ratios_and_rewrites_its_block(tmp_path: Path, specs: Path
     assert "toy/Counter" not in text
 
 
-def test_trace_validation_block_measures_long_batch_and_singles_side_by_side() -> None:
-    from tracecheck.tvbench import TV_END, TV_START, measure, prefix, tv_block  # noqa: PLC0415
+def test_trace_validation_block_measures_long_batch_and_singles_side_by_side(
+    tmp_path: Path,
+) -> None:
+    from tracecheck.tvbench import (  # noqa: PLC0415
+        TV_END,
+        TV_START,
+        measure,
+        prefix_file,
+        tv_block,
+    )
 
     figures = measure(ROOT / "spec", runs=2, steps=15, long_steps=30)
     assert [r.label for r in figures.long] == [
@@ -105,8 +113,12 @@ def test_trace_validation_block_measures_long_batch_and_singles_side_by_side() -
     assert "| batch | 2 |" in block
     assert "**not measured**: a 100,000-event trace" in block  # said, never faked
     assert "batch >= 10x faster than one run per trace" in block
-    # prefix keeps the line numbers of the events it keeps
-    from support.ledger import GOOD, trace  # noqa: PLC0415
+    # a prefix file is the header and the first events, a trace that loads as such
+    from support.ledger import GOOD, header  # noqa: PLC0415
+    from tracecheck.traces import load_trace  # noqa: PLC0415
 
-    cut = prefix(trace(GOOD), 2)
+    whole = tmp_path / "whole.ndjson"
+    whole.write_text("".join(json.dumps(x) + "\n" for x in [header(), *GOOD]), "utf-8")
+    cut = load_trace(prefix_file(whole, 2, tmp_path / "cut.ndjson"))
     assert (len(cut.events), cut.lines) == (2, (2, 3))
+    assert [e.event for e in cut.events] == ["Deposit", "Transfer"]
