@@ -439,7 +439,7 @@ public class TLCOverrides implements ITLCOverrides {
                 }
             }
             final Value[] keys = grown.elems.toArray();
-            final Value[] added = insertTail(keys, null, m);
+            final Value[] added = insertTail(keys, m);
             if (added != null) {
                 grown.elems = new ValueVec(keys);
                 mark(SET_NORM, grown, true);
@@ -456,7 +456,7 @@ public class TLCOverrides implements ITLCOverrides {
         private static final Map<FcnRcdValue, int[]> HASHES = new IdentityHashMap<>();
 
         /**
-         * {@code out} is {@code fn} with key {@code x} inserted at {@code at}: give it the hash
+         * {@code out} is {@code fn} with one key inserted at position {@code at}: give it the hash
          * index TLC's FcnRcdValue.select() would build at its first lookup (createIndex: open
          * addressing over 2n + 1 slots, linear probing). TLC's own fingerprints every key of
          * every new function value, and users is a new value at every step that adds a
@@ -504,11 +504,11 @@ public class TLCOverrides implements ITLCOverrides {
         }
 
         /**
-         * keys[0, m) sorted, keys[m, n) not: sort the whole in place (vals, if given, moved
-         * along) and return the tail's keys sorted. Null, with nothing changed, if a tail key
-         * equals another key (not a value that grew: TLC's normalize() decides).
+         * keys[0, m) sorted, keys[m, n) not: sort the whole in place and return the tail's keys
+         * sorted. Null, with nothing changed, if a tail key equals another key (not a set that
+         * grew: TLC's normalize() decides).
          */
-        static Value[] insertTail(final Value[] keys, final Value[] vals, final int m) {
+        static Value[] insertTail(final Value[] keys, final int m) {
             final int n = keys.length, k = n - m;
             if (k == 0) {
                 return new Value[0];
@@ -540,10 +540,8 @@ public class TLCOverrides implements ITLCOverrides {
                 at[i] = lo;
             }
             final Value[] tailKeys = new Value[k];
-            final Value[] tailVals = new Value[k];
             for (int i = 0; i < k; i++) {
                 tailKeys[i] = keys[order[i]];
-                tailVals[i] = vals == null ? null : vals[order[i]];
             }
             // From the back: the prefix keys from at[i] up to the previous insertion point
             // move up by i + 1 (the tail keys that go before or at them, this one included).
@@ -551,10 +549,6 @@ public class TLCOverrides implements ITLCOverrides {
             for (int i = k - 1; i >= 0; i--) {
                 System.arraycopy(keys, at[i], keys, at[i] + i + 1, end - at[i]);
                 keys[at[i] + i] = tailKeys[i];
-                if (vals != null) {
-                    System.arraycopy(vals, at[i], vals, at[i] + i + 1, end - at[i]);
-                    vals[at[i] + i] = tailVals[i];
-                }
                 end = at[i];
             }
             return tailKeys;
