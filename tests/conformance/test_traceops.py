@@ -250,18 +250,25 @@ def test_add_entry_is_the_native_one(tmp_path: Path) -> None:
 
 
 #: A set and a function that grow by one element per step, as the RRef spec's history
-#: variables do (X \cup {x}, RRef!AddEntry), each new key landing anywhere in the order (37 is
-#: coprime to 101). TVMinus sorts the grown set in place from the previous one
+#: variables do (X \cup {x}, RRef!AddEntry), and a set that loses one and gains one, as the
+#: network does ((N \ {m}) \cup {r}), each new key landing anywhere in the order (37 and 53
+#: are coprime to 101). TVMinus sorts the grown set in place from the previous one
 #: (TLCOverrides.Grown), AddEntry inserts natively and gives TLC its hash index; every later
 #: step looks each key up again, compares the whole, and has TLC's own operators (\in, [],
 #: =, \cup) work on the values so built.
 _GROWING = r"""
-VARIABLES n, X, U
+VARIABLES n, X, U, N
 Key(i) == <<"w", (i * 37) % 101>>
-Init == n = 0 /\ X = {} /\ U = <<>>
+Other(i) == <<"v", (i * 53) % 101>>
+Init == n = 0 /\ X = {} /\ U = <<>> /\ N = {}
 Next == /\ n < 100
         /\ n' = n + 1
         /\ X' = X \cup {Key(n')}
+        /\ N' = (IF n >= 10 THEN N \ {Other(n - 10)} ELSE N) \cup {Other(n')}
+        /\ Assert(TVMinus(N, N') = IF n > 10 THEN {Other(n - 10)} ELSE {}, <<"taken", n'>>)
+        /\ Assert(TVMinus(N', N) = {Other(n')}, <<"put", n'>>)
+        /\ Assert(\A i \in 1..n' : (Other(i) \in N') <=> (i > n' - 11), <<"N' lookups", n'>>)
+        /\ Assert(N' = {Other(i) : i \in {j \in 1..n' : j > n' - 11}}, <<"N'", n'>>)
         /\ U' = AddEntry(U, Key(n'), [on |-> IF n' % 2 = 0 THEN "even" ELSE "odd", i |-> n'])
         /\ Assert(TVMinus(X', X) = {Key(n')}, <<"TVMinus", n'>>)
         /\ Assert(TVMinus(X, X) = {}, <<"TVMinus of the same", n'>>)

@@ -184,10 +184,13 @@ public class TLCOverrides implements ITLCOverrides {
         if (s == t) { // TVMinus(X', X) of a step that left X alone
             return new SetEnumValue(new ValueVec(), true);
         }
-        final Value[] added = Grown.sort(s, t); // X' is often X with a step's elements appended
+        // TVMinus(X', X): X' is often X with a step's elements appended; TVMinus(net, net'):
+        // net' is net with a message taken out and the replies appended
+        final Value[] added = Grown.sort(s, t);
         if (added != null) {
             return new SetEnumValue(new ValueVec(added), true);
         }
+        Grown.sort(t, s);
         s.normalize();
         t.normalize();
         if (!(s.isNormalized() && t.isNormalized())) {
@@ -422,29 +425,31 @@ public class TLCOverrides implements ITLCOverrides {
         }
 
         /**
-         * If {@code grown} is {@code base}'s elements and then a few more, sort it in place and
-         * return those few (sorted: grown \ base); otherwise null, and nothing changed.
+         * If {@code grown} starts with {@code base}'s elements in their order, some of them left
+         * out ((X \ R) \cup A leaves them so; X \cup A is the case where none is), followed by
+         * a few more, sort it in place. Return those few (sorted: grown \ base) when none of
+         * base's was left out; otherwise null, and null with nothing changed when grown is not
+         * of that shape.
          */
         static Value[] sort(final SetEnumValue grown, final SetEnumValue base) {
             if (SET_NORM == null || grown.isNormalized() || !base.isNormalized()) {
                 return null;
             }
-            final int m = base.elems.size();
-            if (grown.elems.size() < m) {
-                return null;
-            }
-            for (int i = 0; i < m; i++) {
-                if (grown.elems.elementAt(i) != base.elems.elementAt(i)) {
-                    return null;
+            final int n = grown.elems.size(), m = base.elems.size();
+            int kept = 0; // grown's first elements that are base's own, in base's order
+            for (int j = 0; kept < n && j < m; j++) {
+                if (grown.elems.elementAt(kept) == base.elems.elementAt(j)) {
+                    kept++;
                 }
             }
             final Value[] keys = grown.elems.toArray();
-            final Value[] added = insertTail(keys, m);
-            if (added != null) {
-                grown.elems = new ValueVec(keys);
-                mark(SET_NORM, grown, true);
+            final Value[] added = insertTail(keys, kept);
+            if (added == null) {
+                return null;
             }
-            return added;
+            grown.elems = new ValueVec(keys);
+            mark(SET_NORM, grown, true);
+            return kept == m ? added : null;
         }
 
         /**
