@@ -301,19 +301,11 @@ public class TLCOverrides implements ITLCOverrides {
             return null;
         }
         final Value[] dom = fn.domain;
-        int lo = 0, hi = dom.length;
-        while (lo < hi) {
-            final int mid = (lo + hi) >>> 1;
-            final int c = dom[mid].compareTo(x);
-            if (c == 0) {
-                return fn; // f @@ g takes f's entry
-            }
-            if (c < 0) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+        final int at = search(dom, dom.length, x);
+        if (at >= 0) {
+            return fn; // f @@ g takes f's entry
         }
+        final int lo = -at - 1;
         final int n = dom.length;
         final Value[] d = new Value[n + 1];
         final Value[] v = new Value[n + 1];
@@ -343,17 +335,34 @@ public class TLCOverrides implements ITLCOverrides {
     }
 
     private static FcnRcdValue asFunction(final Value v, final String op) {
-        final FcnRcdValue out = toFunction(v, op);
-        out.normalize(); // sorted domain: lookups are binary searches
-        return out;
-    }
-
-    private static FcnRcdValue toFunction(final Value v, final String op) {
         final Value f = v.toFcnRcd();
         if (!(f instanceof FcnRcdValue)) {
             throw new EvalException(EC.GENERAL, op + ": not a function: " + v);
         }
-        return (FcnRcdValue) f;
+        final FcnRcdValue out = (FcnRcdValue) f;
+        out.normalize(); // sorted domain: lookups are binary searches
+        return out;
+    }
+
+    /**
+     * Where x is among keys[0, n), sorted: its index, or -(where it would go) - 1, as
+     * java.util.Arrays.binarySearch (TLC's Value has compareTo but is not Comparable).
+     */
+    static int search(final Value[] keys, final int n, final Value x) {
+        int lo = 0, hi = n;
+        while (lo < hi) {
+            final int mid = (lo + hi) >>> 1;
+            final int c = keys[mid].compareTo(x);
+            if (c == 0) {
+                return mid;
+            }
+            if (c < 0) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return -lo - 1;
     }
 
     /** f[x] if x \in DOMAIN f, else null (never an error: that is the definitions' guard). */
@@ -364,20 +373,8 @@ public class TLCOverrides implements ITLCOverrides {
         if (f.isNormalized() && f.domain != null) {
             // A binary search: select() first hashes the whole domain into an index, once per
             // function value, and a function that grows (users) is a new value at each step.
-            int lo = 0, hi = f.domain.length;
-            while (lo < hi) {
-                final int mid = (lo + hi) >>> 1;
-                final int c = f.domain[mid].compareTo(x);
-                if (c == 0) {
-                    return f.values[mid];
-                }
-                if (c < 0) {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            return null;
+            final int at = search(f.domain, f.domain.length, x);
+            return at >= 0 ? f.values[at] : null;
         }
         return f.select(x);
     }
@@ -529,20 +526,11 @@ public class TLCOverrides implements ITLCOverrides {
                 if (i > 0 && keys[order[i - 1]].compareTo(x) == 0) {
                     return null;
                 }
-                int lo = 0, hi = m;
-                while (lo < hi) {
-                    final int mid = (lo + hi) >>> 1;
-                    final int c = keys[mid].compareTo(x);
-                    if (c == 0) {
-                        return null;
-                    }
-                    if (c < 0) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
+                final int found = search(keys, m, x);
+                if (found >= 0) {
+                    return null;
                 }
-                at[i] = lo;
+                at[i] = -found - 1;
             }
             final Value[] tailKeys = new Value[k];
             for (int i = 0; i < k; i++) {
