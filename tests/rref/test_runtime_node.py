@@ -11,7 +11,7 @@ from protoref.rref import events as ev
 from protoref.rref.runtime import frames as fr
 from protoref.rref.runtime.node import PENDING, Node
 from protoref.rref.trace import EVENT_ADAPTER
-from protoref.tracing import MemorySink, encode_line
+from protoref.tracing import MemorySink, SetDelta, encode_line
 
 
 class FakeLinks:
@@ -157,3 +157,35 @@ def test_an_untraced_worker_forgets_finished_users_a_traced_one_keeps_the_histor
     _many_finished_users(traced, COMPACT_EVERY)
     assert len(traced.ctx.users) == COMPACT_EVERY  # the spec's history, as the trace logs it
     assert len(traced.ctx.deleted) == COMPACT_EVERY
+
+
+def test_the_runtime_logs_each_set_as_a_delta_from_what_it_logged_last() -> None:
+    # make_event computes a delta from the step's pre-state: that is the contract's "since the
+    # node last logged it" only if every step that changes a set is logged. Resolving the
+    # node's deltas in order must give its state at every event (and at the end).
+    w1, _, sink = node("w1")
+    states: list[Any] = []  # w1's context when each event was emitted (after its step)
+    emit = sink.emit
+    sink.emit = lambda event: (states.append(w1.ctx), emit(event))  # type: ignore[method-assign]
+    r = G("w1", 1)
+    w1.apply(ev.CreateLocalRRef())
+    w1.apply(ev.PrepareChildFork(dst="w0", r=r, parent=r), send=False)
+    c = next(e for e in w1.ctx.forks if e[0] == r)[1]
+    w1.apply(ev.ChildAccept(src="w0", dst="w1", rref=r, owner="w1", fork=c), stamp=3)
+    w1.apply(ev.UserDelete(src="w0", dst="w1", rref=r, owner="w1", fork=c), stamp=4)
+    for i in range(3):  # UserRRefs of w0's OwnerRRefs: held, then dropped and deleted
+        ri, fi = G("w0", 2 * i + 1), G("w0", 2 * i + 2)
+        w1.apply(ev.PythonCall(src="w0", dst="w1", rref=ri, owner="w0", fork=fi, parent=ri), 5)
+        w1.drop_user(fi)
+    records = [EVENT_ADAPTER.validate_json(encode_line(e)) for e in sink.records]
+    assert len(records) == len(states) > 8
+    slices: dict[str, frozenset[Any]] = {}
+    changed = 0
+    for record, state in zip(records, states, strict=True):
+        for name, value in record.post.__dict__.items():
+            if isinstance(value, SetDelta):
+                slices[name] = value.apply(slices.get(name, frozenset()))
+                assert slices[name] == getattr(state, name), (record.event, name)
+                changed += bool(value.add or value.delete)
+    assert changed > 8
+    assert set(slices) >= {"owners", "forks", "pending_children", "owner_held", "held"}

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from protoref.ids import GloballyUniqueId as G
 from protoref.rref.events import UserDelete
@@ -16,17 +20,22 @@ from protoref.rref.simulator import SimConfig, Simulator
 from protoref.rref.state import RRefContext, UserRRef
 from protoref.rref.trace import (
     ACTION_ARGS,
+    DELTAS,
     EVENT_ADAPTER,
     EVENT_MODELS,
     AssignOwnerRRefArgs,
     DelForkOfOwnerArgs,
+    DropRRefArgs,
     EventEncoder,
+    IdSet,
     RemoteArgs,
     make_event,
 )
 from protoref.tracing import (
     JsonlSink,
     MemorySink,
+    SetDelta,
+    TraceEventBase,
     TraceHeader,
     encode_line,
     read_trace_file,
@@ -148,28 +157,53 @@ def test_header_settings_name_the_spec_constants() -> None:
 
 
 def test_logged_sets_are_in_the_contract_order() -> None:
-    # trace.py orders post-state sets by Python's order on their JSON elements (faster than
-    # the contract's type-tagged sort_key); the two orders must agree on every logged set.
-    sink = _all_events_run()
+    # trace.py orders whole sets by Python's order on their JSON elements and the direct encoder
+    # orders a delta's sides by Python's order on the elements (both faster than the contract's
+    # type-tagged sort_key); the orders must agree on every logged list.
     checked = 0
-    for line in sink.lines()[1:]:
-        for value in json.loads(line)["post"].values():
-            if isinstance(value, dict) and "#set" in value:
-                assert value["#set"] == sorted(value["#set"], key=sort_key)
-                checked += len(value["#set"]) > 1
-    assert checked > 100
+    for seed in range(12):
+        sink = MemorySink()
+        Simulator(seed, SimConfig(shutdown=True, workers=4), sink).run(300)
+        for line in sink.lines()[1:]:
+            for value in json.loads(line)["post"].values():
+                if isinstance(value, dict):
+                    for side in ("#set", "#add", "#del"):
+                        items = value.get(side, [])
+                        assert items == sorted(items, key=sort_key)
+                        checked += len(items) > 1
+    assert checked > 10
+    # Every element shape a post-state set holds, on lists long enough to tell the orders apart.
+    ids = [G(w, n) for w in ("w0", "w1", "w10", "w2") for n in (0, 1, 2, 9, 10, 100)]
+    shapes: list[list[Any]] = [
+        ids,
+        [(a, b) for a in ids[::5] for b in ids[::7]],
+        [(a, b, w) for a in ids[::5] for b in ids[::7] for w in ("w1", "w10", "w2")],
+    ]
+    for elements in shapes:
+        want = sorted(json.loads(json.dumps(elements)), key=sort_key)
+        assert TypeAdapter(IdSet[Any]).dump_python(frozenset(elements), mode="json") == {
+            "#set": want
+        }
+        # (both sides the same set: only their order is looked at here)
+        delta = SetDelta[Any].of(frozenset(elements), frozenset(elements))
+        assert delta.model_dump(mode="json") == {"#add": want, "#del": want}
+        # the direct encoder (any set will do for the field: it only sorts and writes)
+        before = RRefContext(me="w1")
+        ctx = RRefContext(me="w1", held=frozenset(elements))
+        line = EventEncoder().line(DropRRefArgs.of("w1", ids[0]), "w1", 1, 1, ctx, None, before)
+        assert json.loads(line)["post"]["held"] == {"#add": want, "#del": []}
 
 
-@pytest.mark.parametrize(
-    "config",
-    [
-        SimConfig(),
-        SimConfig(shutdown=True),
-        SimConfig(workers=4, max_delay=2, shutdown=True),
-        SimConfig(shutdown=True, lose_first_attempts=True),
-    ],
-    ids=["default", "shutdown", "four-workers", "lost-first-attempts"],
-)
+CONFIGS = [
+    SimConfig(),
+    SimConfig(shutdown=True),
+    SimConfig(workers=4, max_delay=2, shutdown=True),
+    SimConfig(shutdown=True, lose_first_attempts=True),
+]
+CONFIG_IDS = ["default", "shutdown", "four-workers", "lost-first-attempts"]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
 def test_direct_encoder_writes_the_models_bytes(tmp_path: Path, config: SimConfig) -> None:
     # The simulator renders events for a JsonlSink with EventEncoder, for any other sink with
     # the pydantic models: the two files must be byte-identical, event by event.
@@ -179,6 +213,91 @@ def test_direct_encoder_writes_the_models_bytes(tmp_path: Path, config: SimConfi
         memory = MemorySink()
         Simulator(seed, config, memory).run(150)
         assert path.read_text(encoding="utf-8").splitlines() == memory.lines(), seed
+
+
+def _hashable(value: Any) -> Any:
+    """A JSON value as a hashable one (lists as tuples): a set element."""
+    return tuple(map(_hashable, value)) if isinstance(value, list) else value
+
+
+def _elements(values: Iterable[Any]) -> set[Any]:
+    return {_hashable(v) for v in values}
+
+
+class _ContextSink(MemorySink):
+    """A MemorySink that keeps, with each event, the acting node's context after the step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sim: Simulator | None = None
+        self.contexts: list[RRefContext | None] = []
+
+    def emit(self, event: TraceEventBase) -> None:
+        super().emit(event)
+        assert self.sim is not None
+        self.contexts.append(self.sim.contexts.get(event.node))
+
+
+#: JSON key of every post field logged as a delta -> its RRefContext attribute.
+DELTA_KEYS = {
+    info.alias or name: name
+    for cls in EVENT_MODELS.values()
+    for name, info in cls.model_fields["post"].annotation.model_fields.items()  # type: ignore[union-attr]
+    if name in DELTAS
+}
+
+
+def test_delta_fields_are_the_per_node_sets() -> None:
+    # Every post field that is a set of the node's state and not history is a delta.
+    assert set(DELTA_KEYS) == {
+        "owners", "pendingOwners", "forks", "pendingUsers", "confirmedUsers", "pendingChildren",
+        "ownerHeld", "selfCalls", "held", "fetching",
+    }  # fmt: skip
+    assert set(DELTAS) == {f.name for f in fields(RRefContext)} - {
+        "me", "next_id", "tombstones", "users", "fetched", "deleted", "timed_out", "phase",
+        "stopping",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
+def test_deltas_resolve_to_the_whole_slices(tmp_path: Path, config: SimConfig) -> None:
+    # For every event of many runs, both renderings: each per-node set, resolved from the
+    # node's deltas in file order (the empty set before the first), is the node's whole slice
+    # as schema 2 logged it, computed here from the node's context after the step; a delta adds
+    # only new elements and deletes only present ones (so its sides are disjoint).
+    whole = TypeAdapter(IdSet[Any])
+    seen: set[str] = set()
+    changed = 0
+    for seed in range(15):
+        path = tmp_path / f"{seed}.ndjson"
+        Simulator(seed, config, JsonlSink(path)).run(200)
+        memory = _ContextSink()
+        memory.sim = Simulator(seed, config, memory)
+        memory.sim.run(200)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert lines == memory.lines(), seed
+        assert json.loads(lines[0])["schema_version"] == 3
+        slices: dict[tuple[str, str], set[Any]] = {}
+        for line, ctx in zip(lines[1:], memory.contexts, strict=True):
+            event = json.loads(line)
+            for key, value in event["post"].items():
+                if key not in DELTA_KEYS:
+                    assert "#add" not in value if isinstance(value, dict) else True
+                    continue
+                assert list(value) == ["#add", "#del"], (seed, line)
+                add, delete = _elements(value["#add"]), _elements(value["#del"])
+                current = slices.setdefault((event["node"], key), set())
+                assert not add & current, (seed, line)
+                assert delete <= current, (seed, line)
+                current -= delete
+                current |= add
+                assert ctx is not None
+                logged_whole = whole.dump_python(getattr(ctx, DELTA_KEYS[key]), mode="json")
+                assert current == _elements(logged_whole["#set"]), (seed, line)
+                seen.add(key)
+                changed += bool(add or delete)
+    assert changed > 500
+    assert seen == set(DELTA_KEYS)
 
 
 def test_direct_encoder_needs_the_delivered_message() -> None:
@@ -197,10 +316,11 @@ def test_direct_encoder_needs_the_pre_state_for_what_a_step_added() -> None:
 
 
 def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
-    # EventEncoder updates a node's last rendering of a set by the one element a step added or
-    # removed; every other change (several elements, a swap, an equal new set, emptied) must
-    # still give the models' bytes. users only grows (HistoryGrowsProp): the event logs the
-    # records the step added (none, one or several) relative to the pre-state.
+    # EventEncoder writes a set's delta from the value it last wrote for the node (make_event
+    # from the pre-state): a step usually adds or removes one element, but every other change
+    # (several elements, a swap, an equal new set, emptied) must give the models' bytes too, and
+    # resolving the deltas must give the sets. users only grows (HistoryGrowsProp): the event
+    # logs the records the step added (none, one or several) relative to the pre-state.
     def user(n: int, owner: str = "w0") -> UserRRef:
         return UserRRef.of(G("w1", n), G("w0", n), owner, "w1", None)
 
@@ -232,7 +352,10 @@ def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
         [u1, u10, u2, u3, u11],
         [u1, u10, u2, u3, u11],
     ]
-    encoder = EventEncoder()
+    # One encoder per action, each logging every step of the node: an encoder given two events
+    # of one step would write the second's deltas relative to the first's (nothing changed).
+    encoders = {RemoteArgs: EventEncoder(), DelForkOfOwnerArgs: EventEncoder()}
+    resolved: dict[tuple[type, str], set[Any]] = {}
     node = "w1"
     before = RRefContext(me=node)
     for step, (ids_now, users_now) in enumerate(zip(sets, records, strict=True), start=1):
@@ -252,7 +375,14 @@ def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
             want = encode_line(
                 make_event(args, node, step, step, ctx, delivered=delivered, before=before)
             )
-            assert encoder.line(args, node, step, step, ctx, delivered, before) == want, step
+            line = encoders[type(args)].line(args, node, step, step, ctx, delivered, before)
+            assert line == want, step
+            post = json.loads(line)["post"]
+            for key in ("owners", "forks"):
+                value = resolved.setdefault((type(args), key), set())
+                value -= {_hashable(x) for x in post[key]["#del"]}
+                value |= {_hashable(x) for x in post[key]["#add"]}
+                assert value == _elements(json.loads(json.dumps(list(ctx.__dict__[key]))))
         added = json.loads(
             encode_line(make_event(RemoteArgs.of(node, "w0"), node, step, step, ctx, before=before))
         )

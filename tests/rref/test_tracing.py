@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import gc
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from protoref.errors import TraceFormatError
 from protoref.ids import GloballyUniqueId as G
 from protoref.rref.trace import EVENT_ADAPTER
 from protoref.tracing import (
+    DELTA,
+    DELTA_OR_WHOLE,
+    SCHEMA_VERSION,
+    SUPPORTED_SCHEMA_VERSIONS,
+    WHOLE,
     JsonlSink,
     MemorySink,
     NodeClock,
     NullSink,
+    SetDelta,
     TlaSet,
     TraceHeader,
     read_trace,
@@ -86,7 +94,100 @@ def test_read_trace_names_the_bad_line() -> None:
     with pytest.raises(TraceFormatError, match="empty trace"):
         read_trace([], EVENT_ADAPTER)
     with pytest.raises(TraceFormatError, match="schema_version"):
-        read_trace([header.replace('"schema_version":2', '"schema_version":3')], EVENT_ADAPTER)
+        read_trace([header.replace('"schema_version":3', '"schema_version":4')], EVENT_ADAPTER)
+
+
+def test_header_versions() -> None:
+    # Written: the current version; read: every supported one, nothing else.
+    header = TraceHeader(protocol="rref", nodes=("w0",), seed=1)
+    assert header.schema_version == SCHEMA_VERSION == 3
+    assert SUPPORTED_SCHEMA_VERSIONS == (2, 3)
+    line = header.model_dump_json()
+    for version in SUPPORTED_SCHEMA_VERSIONS:
+        old = line.replace('"schema_version":3', f'"schema_version":{version}')
+        assert read_trace([old], EVENT_ADAPTER).header.schema_version == version
+    for version in (1, 4):
+        with pytest.raises(TraceFormatError, match="schema_version"):
+            read_trace(
+                [line.replace('"schema_version":3', f'"schema_version":{version}')], EVENT_ADAPTER
+            )
+
+
+IdDelta = Annotated[Annotated[SetDelta[G], DELTA] | Annotated[TlaSet[G], WHOLE], DELTA_OR_WHOLE]
+DELTAS: TypeAdapter[SetDelta[G] | frozenset[G]] = TypeAdapter(IdDelta)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"#add":[],"#del":[]}',
+        '{"#add":[["w0",9],["w0",10],["w1",1]],"#del":[]}',
+        '{"#add":[],"#del":[["w0",2]]}',
+        '{"#add":[["w0",3]],"#del":[["w0",1],["w2",0]]}',
+    ],
+)
+def test_delta_round_trips(text: str) -> None:
+    delta = DELTAS.validate_json(text)
+    assert isinstance(delta, SetDelta)
+    assert DELTAS.dump_json(delta).decode() == text
+    # the same through the model alone, from shuffled input
+    model = SetDelta[G]
+    raw = json.loads(text)
+    shuffled = {"#del": raw["#del"][::-1], "#add": raw["#add"][::-1]}
+    assert model.model_validate(shuffled).model_dump_json() == text
+
+
+def test_delta_applies_to_the_last_value() -> None:
+    model = SetDelta[G]
+    last = frozenset({G("w0", 1), G("w0", 2)})
+    now = frozenset({G("w0", 2), G("w0", 3)})
+    delta = model.between(last, now)
+    assert delta == model.of(frozenset({G("w0", 3)}), frozenset({G("w0", 1)}))
+    assert delta.apply(last) == now
+    assert model.between(now, now).apply(now) == now
+    assert DELTAS.dump_python(delta, mode="json") == {"#add": [["w0", 3]], "#del": [["w0", 1]]}
+
+
+def test_a_whole_set_is_taken_where_a_delta_may_be() -> None:
+    # Schema 3 readers take {"#set": [...]} as the node's new value (schema 2, other tracers).
+    value = DELTAS.validate_json('{"#set":[["w0",2],["w0",1]]}')
+    assert value == frozenset({G("w0", 1), G("w0", 2)})
+    assert DELTAS.dump_json(value).decode() == '{"#set":[["w0",1],["w0",2]]}'
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "problem"),
+    [
+        ('{"#add":[]}', "#del", "Field required"),
+        ('{"#del":[]}', "#add", "Field required"),
+        ('{"#add":[],"#del":[],"#x":[]}', "#x", "Extra inputs are not permitted"),
+        ('{"#add":5,"#del":[]}', "#add", "valid array"),
+        ('{"#add":[],"#del":{"#set":[]}}', "#del", "valid array"),
+        ('{"#add":[["w0","one"]],"#del":[]}', "#add", "valid integer"),
+        ('{"#set":[],"#add":[]}', "", "per-node set is logged as"),
+        ('{"#set":[],"#add":[],"#del":[]}', "", "per-node set is logged as"),
+        ('{"add":[],"delete":[]}', "", "per-node set is logged as"),
+        ("{}", "", "per-node set is logged as"),
+        ("[]", "", "per-node set is logged as"),
+    ],
+)
+def test_malformed_deltas_are_refused(text: str, where: str, problem: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        DELTAS.validate_json(text)
+    first = info.value.errors()[0]
+    assert problem in first["msg"]
+    if where:
+        assert first["loc"][:2] == ("delta", where)
+    else:
+        assert first["type"] == "set_delta"
+    # in a trace: a TraceFormatError naming the line and the field
+    header = TraceHeader(protocol="rref", nodes=("w0",), seed=1).model_dump_json()
+    event = (
+        '{"kind":"event","event":"DropRRef","node":"w0","seq":1,"lamport":1,'
+        '"args":{"w":"w0","f":["w0",1]},"post":{"held":' + text + "}}"
+    )
+    with pytest.raises(TraceFormatError, match=f"t.ndjson:2.*post.held.*{problem}"):
+        read_trace([header, event], EVENT_ADAPTER, source="t.ndjson")
 
 
 def test_jsonl_sink_buffers_and_flushes(tmp_path: Path) -> None:

@@ -289,6 +289,9 @@ class Simulator:
         *,
         delivered: ev.Message | None = None,
     ) -> None:
+        """Log a step that is no core transition of ``w`` (RetrySend, LoseFirstAttempt,
+        WaitAllWorkers): none logs a set, so no pre-state is needed (the encoders refuse to
+        write a set's delta or growth without one)."""
         self.counts[action.action] += 1
         if self._emit_line is not None:
             self._emit_line(self._encoder.line(action, w, seq, lamport, ctx, delivered))

@@ -14,12 +14,24 @@ what the step added, under ``<variable>Added`` (``usersAdded``: the UserRRef rec
 created). Every step that grows one of them logs it, so the whole value is the union of what the
 events logged; written out whole, those slices made a trace's size quadratic in its length
 (schema version 2; version 1 logged them whole).
+
+Every other set of ``post`` (``owners``, ``pendingOwners``, ``forks``, ``pendingUsers``,
+``confirmedUsers``, ``pendingChildren``, ``ownerHeld``, ``selfCalls``, ``held``, ``fetching``:
+each a per-node set) is logged as a delta, ``{"#add": [...], "#del": [...]}``
+(:class:`protoref.tracing.SetDelta`): what the node's slice gained and lost since the node last
+logged that variable (since the empty set, before its first event that logs it). Every step that
+changes a slice logs it (``post`` holds every variable the action may touch), so that is also
+the change from the step's pre-state, which is how :func:`make_event` computes it. The sets grow
+along a trace and were logged again at every event of the node, about 31 elements per event of
+which about one was new: as deltas a trace's size is linear in its length, a checker no longer
+diffs whole sets to find what changed (about half of its Python time per event), and a tracer no
+longer re-joins every set's JSON at each step (schema version 3). A reader takes a whole
+``{"#set": [...]}`` there too, as the node's new value: the models accept both forms.
 """
 
 from __future__ import annotations
 
 import json
-from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, ClassVar, Final, Literal, Self, TypeAlias, TypeVar
 
@@ -29,7 +41,18 @@ from pydantic.alias_generators import to_camel
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.events import Message, MessageBase
 from protoref.rref.state import Pair, Parked, RRefContext, UserRRef
-from protoref.tracing import FrozenModel, TraceEventBase, sort_key, tla_set_in, trusted
+from protoref.tracing import (
+    DELTA,
+    DELTA_OR_WHOLE,
+    WHOLE,
+    FrozenModel,
+    SetDelta,
+    TraceEventBase,
+    delta_model,
+    sort_key,
+    tla_set_in,
+    trusted,
+)
 
 Gid: TypeAlias = GloballyUniqueId
 T = TypeVar("T")
@@ -232,7 +255,9 @@ class DestroyInstanceArgs(_W):
 # every element, which made it most of the cost of tracing. The post-state sets hold elements of
 # one shape (ids, id pairs, parked fetches: JSON lists of strings and ints at fixed positions;
 # UserRRef records: dicts with a unique ``fork``), for which Python's own order on the JSON
-# values is the same order; tests/rref/test_trace.py checks the two orders agree.
+# values is the same order; tests/rref/test_trace.py checks the two orders agree. A delta's
+# lists (SetDelta) are short, mostly one element or none: they are sorted by sort_key itself,
+# and the direct encoder below sorts the Python tuples (the same order again).
 
 
 def _ids_out(value: Any, handler: Callable[[Any], Any]) -> Any:
@@ -264,6 +289,19 @@ IdSet = Annotated[
 UserSet = Annotated[
     frozenset[UserRRef], BeforeValidator(tla_set_in), WrapSerializer(_users_out, when_used="json")
 ]
+#: A per-node set logged as a delta (``{"#add": [...], "#del": [...]}``, what the node's slice
+#: gained and lost since the node last logged it) or whole (``{"#set": [...]}``, the new slice),
+#: one alias per element type: pydantic's generic models are not substituted through a generic
+#: alias.
+GidDelta: TypeAlias = Annotated[
+    Annotated[SetDelta[Gid], DELTA] | Annotated[IdSet[Gid], WHOLE], DELTA_OR_WHOLE
+]
+PairDelta: TypeAlias = Annotated[
+    Annotated[SetDelta[Pair], DELTA] | Annotated[IdSet[Pair], WHOLE], DELTA_OR_WHOLE
+]
+ParkedDelta: TypeAlias = Annotated[
+    Annotated[SetDelta[Parked], DELTA] | Annotated[IdSet[Parked], WHOLE], DELTA_OR_WHOLE
+]
 
 
 # --------------------------------------------------------------------------- post-states
@@ -287,35 +325,35 @@ class _NextId(_Post):
 
 
 class _Owners(_Post):
-    owners: IdSet[Gid]
+    owners: GidDelta
 
 
 class _PendingOwners(_Post):
-    pending_owners: IdSet[Parked]
+    pending_owners: ParkedDelta
 
 
 class _Forks(_Post):
-    forks: IdSet[Pair]
+    forks: PairDelta
 
 
 class _PendingUsers(_Post):
-    pending_users: IdSet[Gid]
+    pending_users: GidDelta
 
 
 class _ConfirmedUsers(_Post):
-    confirmed_users: IdSet[Gid]
+    confirmed_users: GidDelta
 
 
 class _PendingChildren(_Post):
-    pending_children: IdSet[Pair]
+    pending_children: PairDelta
 
 
 class _OwnerHeld(_Post):
-    owner_held: IdSet[Gid]
+    owner_held: GidDelta
 
 
 class _SelfCalls(_Post):
-    self_calls: IdSet[Gid]
+    self_calls: GidDelta
 
 
 class _Tombstones(_Post):
@@ -327,11 +365,11 @@ class _Users(_Post):
 
 
 class _Held(_Post):
-    held: IdSet[Gid]
+    held: GidDelta
 
 
 class _Fetching(_Post):
-    fetching: IdSet[Gid]
+    fetching: GidDelta
 
 
 class _Fetched(_Post):
@@ -666,6 +704,26 @@ def _new(now: Any, then: Any) -> Any:
     return now.keys() - then.keys() if isinstance(now, Mapping) else now - then
 
 
+#: Post fields logged as a delta (every per-node set that is not history) -> the SetDelta
+#: model of their elements; each is also the RRefContext attribute of its variable.
+DELTAS: Final[dict[str, type[SetDelta[Any]]]] = {
+    name: model
+    for _cls, post, names in _SHAPES.values()
+    for name in names
+    if (model := delta_model(post.model_fields[name].annotation)) is not None
+}
+#: SetDelta model -> its unchanged delta (both sides empty), shared.
+_UNCHANGED: Final = {model: model.of(frozenset(), frozenset()) for model in DELTAS.values()}
+
+
+def delta(name: str, before: RRefContext, ctx: RRefContext) -> SetDelta[Any]:
+    """What the step from ``before`` to ``ctx`` changed in the per-node set ``name``: the change
+    since the node last logged it, as every step that changes the set logs it."""
+    now, then = getattr(ctx, name), getattr(before, name)
+    model = DELTAS[name]
+    return _UNCHANGED[model] if now is then else model.between(then, now)
+
+
 def added(name: str, before: RRefContext, ctx: RRefContext) -> frozenset[Any]:
     """What the step from ``before`` to ``ctx`` added to the history variable ``name``
     (an RRefContext attribute): new UserRRef records, or new set elements."""
@@ -687,8 +745,9 @@ def make_event(
     before: RRefContext | None = None,
 ) -> Any:
     """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state),
-    ``before`` (its pre-state, for what the step added to history variables) and, for a
-    message handler, the ``delivered`` message.
+    ``before`` (its pre-state, for what the step added to history variables and changed in the
+    other sets: every action but the three that log no set leaves a delta) and, for a message
+    handler, the ``delivered`` message.
 
     Built without validation (:func:`protoref.tracing.trusted`): the values come from the core
     and are already well typed; the round-trip tests validate every emitted line through
@@ -705,6 +764,11 @@ def make_event(
             if before is None:
                 raise ValueError(f"{post_cls.__name__} logs {name}; no pre-state was given")
             values[name] = added(HISTORY[name], before, ctx)
+        elif name in DELTAS:
+            if before is None:
+                message = f"{post_cls.__name__} logs {name} as a delta; no pre-state was given"
+                raise ValueError(message)
+            values[name] = delta(name, before, ctx)
         else:
             values[name] = getattr(ctx, name)
     event = {
@@ -724,15 +788,19 @@ def make_event(
 # same bytes as ``encode_line(make_event(...))`` (pydantic's compact JSON: fields in model
 # order, no spaces, non-ASCII as is), without building the models. Sets keep the contract's
 # order (see "set encodings" above). Tests compare the two renderings on every event of many
-# runs, and the golden traces regenerate unchanged.
+# runs, and the golden traces regenerate unchanged. A delta is computed here from the value the
+# encoder last wrote for the node and variable (the contract's definition), there from the step's
+# pre-state: the two agree because every step that changes a node's set logs it.
 
 #: A JSON string literal as pydantic writes it (UTF-8 as is, the same escapes).
 _json_str: Final = json.JSONEncoder(ensure_ascii=False).encode
 _EMPTY_SET: Final = '{"#set":[]}'
-# How a field is written: a set of ids or tuples; what a step added to a history variable (the
-# UserRRef records, or a set); the delivered message; a string, an id or a tuple (cached); a
-# number; a bool; an argument that is a message.
-_SET, _USERS_ADDED, _ADDED, _DELIVERED, _ATOM, _INT, _BOOL, _MESSAGE = range(8)
+_UNCHANGED_JSON: Final = '{"#add":[],"#del":[]}'
+_NOTHING: Final[frozenset[Any]] = frozenset()
+# How a field is written: a per-node set as a delta; what a step added to a history variable
+# (the UserRRef records, or a set); the delivered message; a string, an id or a tuple (cached);
+# a number; a bool; an argument that is a message.
+_DELTA, _USERS_ADDED, _ADDED, _DELIVERED, _ATOM, _INT, _BOOL, _MESSAGE = range(8)
 _POST_KINDS: Final = {
     **dict.fromkeys(HISTORY, _ADDED),
     "users_added": _USERS_ADDED,
@@ -748,7 +816,7 @@ Layout: TypeAlias = tuple[tuple[str, str, int], ...]
 def _post_layout(post_cls: type[_Post]) -> Layout:
     """(field name, its JSON key and colon, kind) for every field of a post model, in order."""
     return tuple(
-        (name, _json_str(info.alias or name) + ":", _POST_KINDS.get(name, _SET))
+        (name, _json_str(info.alias or name) + ":", _POST_KINDS.get(name, _DELTA))
         for name, info in post_cls.model_fields.items()
     )
 
@@ -776,26 +844,25 @@ class _Atoms(dict[Any, str]):
         return text
 
 
-# One node's last rendering of each set variable: [the set, its JSON, its sorted elements, their
-# JSON] (EventEncoder._render updates the two lists by the element a step added or removed).
-# Contexts share the sets a step does not change, so
-# most sets of an event are found by identity and not written again.
-_Slot: TypeAlias = list[Any]
-_NOT_YET: Final = object()
+# One node's slots: per-node set variable -> the value the encoder last wrote for it (the empty
+# set before the first). Contexts share the sets a step does not change, so most deltas of an
+# event are found unchanged by identity.
+_Slots: TypeAlias = dict[str, frozenset[Any]]
 
 
 def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
-    """Python source of ``make(A, render, grown, message)``, which returns the function that
+    """Python source of ``make(A, delta, grown, message)``, which returns the function that
     renders one action's events for one encoder: one f-string holding every field of the line,
-    the sets read from the node's slots when they did not change."""
+    a set that did not change since the node's slot written as the constant unchanged delta."""
     lines = ["def encode(a, node, seq, lamport, d, delivered, S, b):"]
     if any(kind == _DELIVERED for _, _, kind in post_layout):
         lines.append("    if delivered is None:")
         message = f"{name} logs the delivered message; none was given"
         lines.append(f"        raise ValueError({message!r})")
-    if any(kind in (_ADDED, _USERS_ADDED) for _, _, kind in post_layout):
+    if any(kind in (_ADDED, _USERS_ADDED, _DELTA) for _, _, kind in post_layout):
+        # (a delta is computed from the slot, but the event's contract, make_event's, needs it)
         lines.append("    if b is None:")
-        message = f"{name} logs what it added to a history variable; no pre-state was given"
+        message = f"{name} logs what it changed in a set; no pre-state was given"
         lines.append(f"        raise ValueError({message!r})")
     arg_parts = []
     for field, key, kind in args_layout:
@@ -803,9 +870,9 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
         arg_parts.append(_lit(key) + "{" + value + "}")
     post_parts = []
     for i, (field, key, kind) in enumerate(post_layout):
-        if kind == _SET:
-            lines.append(f'    v{i} = d["{field}"]; s{i} = S["{field}"]')
-            value = f"(s{i}[1] if s{i}[0] is v{i} else render(s{i}, v{i}))"
+        if kind == _DELTA:
+            lines.append(f'    v{i} = d["{field}"]')
+            value = f'(U if S["{field}"] is v{i} else delta(S, "{field}", v{i}))'
         elif kind in (_ADDED, _USERS_ADDED):
             attr = HISTORY[field]
             lines.append(f'    v{i} = d["{attr}"]; w{i} = b["{attr}"]')
@@ -831,7 +898,8 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
     )
     lines.append(f"    return f'''{body}'''")
     inner = "".join(f"    {line}\n" for line in lines)
-    return f"def make(A, render, grown, message, E={_EMPTY_SET!r}):\n{inner}    return encode\n"
+    constants = f"E={_EMPTY_SET!r}, U={_UNCHANGED_JSON!r}"
+    return f"def make(A, delta, grown, message, {constants}):\n{inner}    return encode\n"
 
 
 def _lit(text: str) -> str:
@@ -853,16 +921,11 @@ def _compile(name: str, args_layout: Layout, post_layout: Layout) -> Callable[..
     return make
 
 
-#: Args model -> (the maker of the function rendering its events, the set variables its
-#: post-state logs).
+#: Args model -> the maker of the function rendering its events.
 _ENCODERS: Final = {
-    ACTION_ARGS[name]: (
-        _compile(name, _args_layout(ACTION_ARGS[name]), layout := _post_layout(post_cls)),
-        tuple(f for f, _, kind in layout if kind == _SET),
-    )
+    ACTION_ARGS[name]: _compile(name, _args_layout(ACTION_ARGS[name]), _post_layout(post_cls))
     for name, (_cls, post_cls, _names) in _SHAPES.items()
 }
-_SET_FIELDS: Final = frozenset(f for _, fields in _ENCODERS.values() for f in fields)
 
 
 class _Renderers(dict[type[ActionArgs], Encode]):
@@ -873,9 +936,8 @@ class _Renderers(dict[type[ActionArgs], Encode]):
         self._encoder = encoder
 
     def __missing__(self, cls: type[ActionArgs]) -> Encode:
-        make, _fields = _ENCODERS[cls]
         e = self._encoder
-        render = self[cls] = make(e._atoms, e._render, e._grown, e._message)
+        render = self[cls] = _ENCODERS[cls](e._atoms, e._delta, e._grown, e._message)
         return render
 
 
@@ -886,13 +948,14 @@ class EventEncoder:
     node, seq, lamport, ctx, delivered=..., before=...))`` without building the models. Each
     action has a function generated from its event model's layout (one f-string, no loop over
     fields). One encoder per trace: it keeps the JSON of every string, id, tuple and UserRRef
-    record it has written and, per node and variable, the last set it wrote with its JSON.
+    record it has written and, per node and per-node set variable, the last value it wrote a
+    delta to (the value the node logged last, which the next delta is relative to).
     """
 
     def __init__(self) -> None:
         self._atoms = _Atoms()
         self._records: dict[Gid, tuple[UserRRef, str]] = {}
-        self._slots: dict[str, dict[str, _Slot]] = {}
+        self._slots: dict[str, _Slots] = {}
         # Each action's renderer, bound to this encoder's caches, made when the action is first
         # logged (one encoder per trace, and a short run logs only some of the 22 actions).
         self._encoders = _Renderers(self)
@@ -908,11 +971,12 @@ class EventEncoder:
         before: RRefContext | None = None,
     ) -> str:
         """The event's JSON line (no newline). ``delivered`` and ``before`` (the pre-state, for
-        the history variables) may be passed by position (the simulator does: a keyword
-        argument costs a little more on every event)."""
+        the history variables; required wherever :func:`make_event` requires it) may be passed
+        by position (the simulator does: a keyword argument costs a little more on every
+        event)."""
         slots = self._slots.get(node)
         if slots is None:
-            slots = self._slots[node] = {f: [_NOT_YET, "", None, None] for f in _SET_FIELDS}
+            slots = self._slots[node] = dict.fromkeys(DELTAS, _NOTHING)
         return self._encoders[type(args)](
             args.__dict__,
             node,
@@ -926,8 +990,12 @@ class EventEncoder:
 
     def _grown(self, now: Any, then: Any, users: bool) -> str:
         """What a step added to a history variable (the UserRRef records by ForkId, or a set),
-        when its object changed: usually one element."""
-        new = sorted(_new(now, then))
+        when its object changed: usually one element (then nothing to sort or join)."""
+        new = _new(now, then)
+        if len(new) == 1:
+            for x in new:
+                return '{"#set":[' + (self._record(now[x]) if users else self._atoms[x]) + "]}"
+        new = sorted(new)
         if users:
             record = self._record
             texts = [record(now[f]) for f in new]
@@ -935,55 +1003,36 @@ class EventEncoder:
             texts = list(map(self._atoms.__getitem__, new))
         return '{"#set":[' + ",".join(texts) + "]}"
 
-    def _render(self, slot: _Slot, value: Any) -> str:
-        """A set whose object changed since this node last logged this variable. A step adds
-        or removes one element (38,403 of the 49,491 sets the bench workload rendered when
-        the history variables were logged whole; 3,671 more were a new object equal to the
-        last), so the slot keeps the last set's sorted elements and their JSON, and one
-        element is inserted or deleted by bisection (in place: the lists belong to the slot)
-        instead of sorting and encoding the whole set again; anything else is rendered from
-        scratch."""
-        last = slot[0]
-        if not value:
-            slot[0], slot[1], slot[2], slot[3] = value, _EMPTY_SET, [], []
-            return _EMPTY_SET
-        elements: list[Any] | None = slot[2]
-        if elements is not None and last:
-            n, m = len(value), len(last)
-            texts: list[str] = slot[3]
-            if n == m + 1:
-                added = value - last
-                if len(added) == 1:
-                    (x,) = added
-                    i = bisect_left(elements, x)
-                    elements.insert(i, x)
-                    texts.insert(i, self._atoms[x])
-                    slot[0] = value
-                    slot[1] = text = '{"#set":[' + ",".join(texts) + "]}"
-                    return text
-            elif n == m - 1:
-                removed = last - value
-                if len(removed) == 1:
-                    (x,) = removed
-                    i = bisect_left(elements, x)
-                    del elements[i], texts[i]
-                    slot[0] = value
-                    slot[1] = text = '{"#set":[' + ",".join(texts) + "]}"
-                    return text
-            elif n == m and value == last:
-                slot[0] = value
-                same: str = slot[1]
-                return same
-        elements = sorted(value)
-        texts = list(map(self._atoms.__getitem__, elements))
-        slot[2], slot[3] = elements, texts
-        return self._joined(slot, value, texts)
+    def _delta(self, slots: _Slots, field: str, value: frozenset[Any]) -> str:
+        """A set whose object changed since this node last logged it: what it gained and lost
+        since, each side sorted (the contract's order) and written from the atoms' cache. A
+        step usually adds or removes one element (33,752 of the 37,872 set objects the bench
+        workload's steps changed; 4,068 more were equal to the last): when the size moved by
+        one and one set difference finds one element, the other side is empty and needs no
+        second difference."""
+        last = slots[field]
+        slots[field] = value
+        size = len(value) - len(last)
+        if size == 1:
+            gained = value - last
+            if len(gained) == 1:
+                for x in gained:
+                    return '{"#add":[' + self._atoms[x] + '],"#del":[]}'
+        elif size == -1:
+            lost = last - value
+            if len(lost) == 1:
+                for x in lost:
+                    return '{"#add":[],"#del":[' + self._atoms[x] + "]}"
+        elif value == last:
+            return _UNCHANGED_JSON
+        return self._changed(value - last, last - value)
 
-    @staticmethod
-    def _joined(slot: _Slot, value: Any, texts: list[str]) -> str:
-        text = '{"#set":[' + ",".join(texts) + "]}"
-        slot[0], slot[1] = value, text
-        return text
+    def _changed(self, gained: frozenset[Any], lost: frozenset[Any]) -> str:
+        """Any other change: both sides, each sorted."""
+        atom = self._atoms.__getitem__
+        add = ",".join(map(atom, sorted(gained))) if gained else ""
+        delete = ",".join(map(atom, sorted(lost))) if lost else ""
+        return '{"#add":[' + add + '],"#del":[' + delete + "]}"
 
     def _record(self, u: UserRRef) -> str:
         known = self._records.get(u.fork)
