@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tracecheck.jsonvalue import from_json
 from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.postdelta import resolve
 from tracecheck.results import TLCResult, Verdict
 from tracecheck.tlavalue import format_value
 from tracecheck.tlc import TLCOptions
@@ -331,7 +332,9 @@ def explain_rejection(
             + "; ".join(e.message for e in result.errors)
         )
     names = _vars_names(spec_text, mapping.vars)
-    frontier = _frontier(result, action, event.post, names, guards)
+    # the logged post-state whole: deltas (trace schema 3) rebuilt from the node's earlier events
+    (*_, logged) = resolve([(e.node, list(e.post.items())) for e in trace.events[:index]])
+    frontier = _frontier(result, action, dict(zip(event.post, logged, strict=True)), names, guards)
     params = {
         p: format_value(_json_to_tla(event.node if p == "node" else event.args[p]))
         for p in action.params

@@ -13,17 +13,40 @@ Elements are compared by their canonical JSON text. That is TLA+ equality only f
 without ITF tags (strings, integers, booleans, lists as tuples, objects as records with sorted
 keys), so an expression is delta-encoded only when none of its elements has a tag: ``{"#set":
 [1, 2]}`` and ``{"#set": [2, 1]}`` differ as text and are equal as sets.
+
+Since trace schema version 3 an implementation may log such a field as a delta itself,
+``{"#add": [...], "#del": [...]}``: what the node's slice gained and lost since the value the
+same node last logged for the same field (the empty set before its first). The RRef
+implementation does, for every per-node set: its traces are then linear in their length, and
+this module no longer encodes and compares the whole sets (about half of the checker's Python
+time per event when they were logged whole). A delta stands for the whole set
+``(last \\ del) \\cup add``, exactly as :func:`resolve` rebuilds it; an element removed that was
+not there, or added that already was, changes nothing (the post-state is what is checked, and it
+is well defined). Its elements must be tag-free, since they are matched by text. An expression
+logged as a delta anywhere is rendered as differences, whatever it saves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
 
 import orjson
 
-__all__ = ["UNCHANGED", "Delta", "DeltaPlan", "element_text", "encode_compact", "plan_deltas"]
+__all__ = [
+    "UNCHANGED",
+    "Delta",
+    "DeltaError",
+    "DeltaPlan",
+    "element_text",
+    "encode_compact",
+    "plan_deltas",
+    "resolve",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: Delta-encode an expression only when that shrinks its logged elements at least this much.
 WORTH = 0.75
@@ -56,12 +79,59 @@ UNCHANGED = Delta(_NOTHING, _NOTHING)
 
 
 class _Logged(NamedTuple):
-    """The last set a node logged for an expression."""
+    """The last set a node logged for an expression. After a delta only ``elements`` is
+    known (the other fields are None): the set as :func:`resolve` rebuilds it."""
 
-    whole: bytes  # its canonical JSON text (one orjson call over the list)
-    items: list[Any]  # its elements as logged, and their canonical texts
-    texts: list[bytes]
-    elements: dict[bytes, Any]  # canonical text -> element
+    whole: bytes | None  # its canonical JSON text (one orjson call over the list)
+    items: list[Any] | None  # its elements as logged, and their canonical texts
+    texts: list[bytes] | None
+    elements: dict[bytes, Any]  # canonical text -> element (owned: a delta updates it)
+
+
+class DeltaError(ValueError):
+    """A logged delta that cannot be applied: ``index`` is the event's (0-based) in its trace,
+    ``key`` the post expression (or field) it was logged for, ``trace`` the trace's index in a
+    batch once known."""
+
+    def __init__(self, index: int, key: str, problem: str) -> None:
+        super().__init__(problem)
+        self.index = index
+        self.key = key
+        self.problem = problem
+        self.trace = 0
+
+
+def _delta_lists(value: Any) -> tuple[list[Any], list[Any]] | None:
+    """``(add, del)`` of a value logged as ``{"#add": [...], "#del": [...]}``, else None."""
+    if type(value) is dict and len(value) == 2:
+        add = value.get("#add")
+        gone = value.get("#del")
+        if type(add) is list and type(gone) is list:
+            return add, gone
+    return None
+
+
+def _tag_free(texts: Iterable[bytes], index: int, key: str) -> None:
+    if any(b'"#' in t for t in texts):
+        raise DeltaError(
+            index, key, "a delta's elements must be tag-free JSON (they are matched by text)"
+        )
+
+
+def _apply(
+    elements: dict[bytes, Any], add: list[Any], gone: list[Any], index: int, key: str
+) -> tuple[dict[bytes, Any], dict[bytes, Any]]:
+    """Apply a logged delta to ``elements`` in place; the elements it really removed and
+    added, by canonical text (an element both removed and added stays)."""
+    dumps = orjson.dumps
+    added_texts = {dumps(e, option=_SORTED): e for e in add}
+    gone_texts = [dumps(e, option=_SORTED) for e in gone]
+    _tag_free(added_texts, index, key)
+    _tag_free(gone_texts, index, key)
+    removed = {t: elements.pop(t) for t in gone_texts if t in elements and t not in added_texts}
+    added = {t: e for t, e in added_texts.items() if t not in elements}
+    elements.update(added)
+    return removed or _NOTHING, added or _NOTHING
 
 
 def _texts(items: list[Any], whole: bytes, seen: _Logged | None) -> list[bytes]:
@@ -75,7 +145,7 @@ def _texts(items: list[Any], whole: bytes, seen: _Logged | None) -> list[bytes]:
     texts of complete JSON values that join into it are its elements' (a JSON value is read
     unambiguously up to the next separator), and on a mismatch every element is encoded."""
     dumps = orjson.dumps
-    if seen is None:
+    if seen is None or seen.items is None or seen.texts is None:
         return [dumps(e, option=_SORTED) for e in items]
     before = seen.items
     n, m = len(items), len(before)
@@ -99,27 +169,33 @@ def _changes(
     events: Sequence[Shape], sizes: dict[str, list[int]] | None = None
 ) -> list[list[Delta | None]]:
     """Per event, per post value: its delta from the value the same node logged for the same
-    expression last time, or None when the value is not a tag-free set. ``sizes`` adds up, per
-    expression, the elements logged and those in deltas, and gets -1 for a value not a set.
+    expression last time, or None when the value is not a tag-free set or a logged delta.
+    ``sizes`` adds up, per expression, the elements of the logged sets and those in deltas
+    (-1: a value is neither a tag-free set nor a delta), and counts the values logged as deltas.
 
     A set logged as last time (the same canonical JSON text) is :data:`UNCHANGED` without a
     text per element: one orjson call over the list instead of one per element. Its elements
     may differ from the last ones in the order of their keys, which no text depends on: a
-    removed element's TLA+ text was memoised when it was added (:mod:`tracecheck.tracespec`)."""
+    removed element's TLA+ text was memoised when it was added (:mod:`tracecheck.tracespec`).
+    A logged delta costs a text per element it names, whatever the size of the set."""
     last: dict[tuple[str, str], _Logged] = {}
     dumps, get = orjson.dumps, last.get
     counts: dict[str, list[int]] = {} if sizes is None else sizes
     out: list[list[Delta | None]] = []
-    for node, posts in events:
+    for index, (node, posts) in enumerate(events):
         row: list[Delta | None] = []
         for expr, value in posts:
             count = counts.get(expr)
             if count is None:
-                count = counts[expr] = [0, 0]
+                count = counts[expr] = [0, 0, 0]
             items = value.get("#set") if isinstance(value, dict) and len(value) == 1 else None
             if not isinstance(items, list):
-                count[1] = -1
-                row.append(None)
+                lists = _delta_lists(value)
+                if lists is None:
+                    _opaque(last, (expr, node), index, count)
+                    row.append(None)
+                    continue
+                row.append(_logged_delta(last, (expr, node), lists, index, count))
                 continue
             whole = dumps(items, option=_SORTED)
             seen = get((expr, node))
@@ -130,21 +206,106 @@ def _changes(
             # the texts joined with commas are ``whole`` less its brackets: the tag test of
             # the texts one by one, made once
             if b'"#' in whole:
-                count[1] = -1
+                _opaque(last, (expr, node), index, count)
                 row.append(None)
                 continue
             texts = _texts(items, whole, seen)
             now = dict(zip(texts, items, strict=True))
             last[(expr, node)] = _Logged(whole, items, texts, now)
             before = _NOTHING if seen is None else seen.elements
-            gone = before.keys() - now.keys()
+            gone_keys = before.keys() - now.keys()
             new = now.keys() - before.keys()
-            removed = {t: before[t] for t in gone} if gone else _NOTHING
+            removed = {t: before[t] for t in gone_keys} if gone_keys else _NOTHING
             added = {t: now[t] for t in new} if new else _NOTHING
             count[0] += len(items)
             if count[1] >= 0:
                 count[1] += len(removed) + len(added)
             row.append(Delta(removed, added))
+        out.append(row)
+    return out
+
+
+#: What a node logged last for an expression when that was no tag-free set: no delta can follow.
+_OPAQUE: Final = _Logged(b"", None, None, {})
+_MIXED: Final = (
+    "logged as a delta, and for this expression also as a value that is no tag-free set: "
+    "a delta needs a set to change"
+)
+
+
+def _opaque(
+    last: dict[tuple[str, str], _Logged], where: tuple[str, str], index: int, count: list[int]
+) -> None:
+    """A value for ``where[0]`` that is no tag-free set: the expression cannot be rendered
+    as differences, which an expression logged as a delta must be."""
+    if count[2]:
+        raise DeltaError(index, where[0], _MIXED)
+    count[1] = -1
+    last[where] = _OPAQUE
+
+
+def _logged_delta(
+    last: dict[tuple[str, str], _Logged],
+    where: tuple[str, str],
+    lists: tuple[list[Any], list[Any]],
+    index: int,
+    count: list[int],
+) -> Delta:
+    """The change a logged delta makes to the set the node logged last for the expression
+    (``where``), applied to it; ``count`` as in :func:`_changes`."""
+    seen = last.get(where)
+    if count[1] < 0 or seen is _OPAQUE:
+        raise DeltaError(index, where[0], _MIXED)
+    if seen is None:
+        elements: dict[bytes, Any] = {}
+    elif seen.whole is None:
+        elements = seen.elements
+    else:  # the node logged this expression whole last time: its elements are that _Logged's
+        elements = dict(seen.elements)
+    count[2] += 1
+    add, gone = lists
+    if add or gone:
+        removed, added = _apply(elements, add, gone, index, where[0])
+    else:
+        removed = added = _NOTHING
+    if seen is None or seen.whole is not None:
+        last[where] = _Logged(None, None, None, elements)
+    count[0] += len(elements)
+    if count[1] >= 0:
+        count[1] += len(removed) + len(added)
+    return UNCHANGED if not removed and not added else Delta(removed, added)
+
+
+def resolve(events: Sequence[Shape]) -> list[list[Any]]:
+    """Per event, its post values with each logged delta replaced by the whole set it stands
+    for (``{"#set": [...]}``, elements in the order of their canonical texts): what the
+    literal rendering and rejection reports show. ``Shape``'s keys may be post expressions or
+    field names, as long as one node's values for one key are meant to follow each other."""
+    state: dict[tuple[str, str], dict[bytes, Any] | None] = {}
+    dumps = orjson.dumps
+    out: list[list[Any]] = []
+    for index, (node, posts) in enumerate(events):
+        row: list[Any] = []
+        for key, value in posts:
+            lists = _delta_lists(value)
+            if lists is None:
+                items = value.get("#set") if isinstance(value, dict) and len(value) == 1 else None
+                # the base of a delta that may follow (None: no set a delta could change)
+                base = None
+                if isinstance(items, list):
+                    base = {dumps(e, option=_SORTED): e for e in items}
+                    if any(b'"#' in t for t in base):
+                        base = None
+                state[(key, node)] = base
+                row.append(value)
+                continue
+            known = state.get((key, node), _NOTHING)
+            if known is None:
+                raise DeltaError(index, key, _MIXED)
+            elements = dict(known)
+            _apply(elements, *lists, index, key)
+            state[(key, node)] = elements
+            row.append({"#set": [elements[t] for t in sorted(elements)]})
         out.append(row)
     return out
 
@@ -158,8 +319,8 @@ class DeltaPlan:
     def encode(self, traces: Sequence[Sequence[Shape]]) -> list[list[list[Any]]]:
         """Per trace, per event, the post values, delta-encoded ones replaced by a Delta."""
         if not self.keys:
-            return [[[value for _, value in posts] for _, posts in events] for events in traces]
-        return [_choose(events, _changes(events), self.keys) for events in traces]
+            return _each(traces, resolve)
+        return _each(traces, lambda events: _choose(events, _changes(events), self.keys))
 
 
 def _choose(
@@ -175,6 +336,18 @@ def _choose(
     ]
 
 
+def _each(traces: Sequence[T], walk: Callable[[T], R]) -> list[R]:
+    """``walk`` over each trace; a DeltaError learns the index of its trace."""
+    out: list[R] = []
+    for number, events in enumerate(traces):
+        try:
+            out.append(walk(events))
+        except DeltaError as exc:
+            exc.trace = number
+            raise
+    return out
+
+
 def plan_deltas(traces: Iterable[Sequence[Shape]]) -> DeltaPlan:
     """Delta-encode an expression when every value logged for it is a tag-free set and the
     differences are clearly smaller than the values (a one-message ``delivered`` set is not)."""
@@ -186,10 +359,13 @@ def encode_compact(
 ) -> tuple[DeltaPlan, list[list[list[Any]]]]:
     """:func:`plan_deltas` and :meth:`DeltaPlan.encode` in one walk over the logged sets
     (canonical texts are the expensive part, and every logged element needs one)."""
-    # expression -> [elements logged, elements in deltas (-1: a value is not a tag-free set)]
+    # expression -> [elements logged, elements in deltas (-1: a value is not a tag-free set
+    # or a delta), values logged as deltas]
     sizes: dict[str, list[int]] = {}
-    walked = [_changes(events, sizes) for events in traces]
-    chosen = sorted(e for e, (full, delta) in sizes.items() if 0 <= delta < WORTH * full)
+    walked = _each(traces, lambda events: _changes(events, sizes))
+    chosen = sorted(
+        e for e, (full, delta, logged) in sizes.items() if logged or 0 <= delta < WORTH * full
+    )
     plan = DeltaPlan(keys={e: i for i, e in enumerate(chosen, start=1)})
     out = [
         _choose(events, changes, plan.keys) for events, changes in zip(traces, walked, strict=True)

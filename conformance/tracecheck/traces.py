@@ -3,9 +3,10 @@
 The trace contract (docs/conformance.md): line 1 is a header naming the schema version, the
 protocol, the nodes, the settings and the seed; every other line is an event whose ``event`` is
 the TLA+ action name, with the acting ``node``, a per-node ``seq``, a ``lamport`` clock, the
-action's ``args`` and the acting node's ``post``-state. Values use the ITF conventions for what
-JSON lacks (``{"#set": [...]}``, ``{"#map": [[k, v], ...]}``); :mod:`tracecheck.jsonvalue` turns
-them into TLA+ values.
+action's ``args`` and the acting node's ``post``-state (since version 3 a set in it may be
+logged as a delta from the node's last logged value: :mod:`tracecheck.postdelta`). Values use
+the ITF conventions for what JSON lacks (``{"#set": [...]}``, ``{"#map": [[k, v], ...]}``);
+:mod:`tracecheck.jsonvalue` turns them into TLA+ values.
 
 Everything malformed is a :class:`TraceFormatError` naming the file, the line and the field; a
 trace is never half-loaded. Per-process logs merge into one causal order by Lamport clock.
@@ -21,7 +22,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from protoref.tracing import SCHEMA_VERSION, TraceHeader
+from protoref.tracing import SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS, TraceHeader
 from tracecheck.errors import TracecheckError
 from tracecheck.nogc import paused_gc
 
@@ -126,12 +127,13 @@ def _header(raw: object, source: str, number: int) -> TraceHeader:
     if not isinstance(raw, dict) or raw.get("kind") != "header":
         raise TraceFormatError(source, number, "the first line must be the header (kind=header)")
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version not in SUPPORTED_SCHEMA_VERSIONS:
+        readable = " and ".join(map(str, SUPPORTED_SCHEMA_VERSIONS))
         raise TraceFormatError(
             source,
             number,
             f"field schema_version: {version!r} is not supported "
-            f"(this checker reads version {SCHEMA_VERSION})",
+            f"(this checker reads versions {readable})",
         )
     try:
         header = _HEADER.validate_python(raw)

@@ -42,6 +42,15 @@ def _ref_elements(value: Any) -> dict[bytes, Any] | None:
     return dict(zip(texts, items, strict=True))
 
 
+def _ref_delta(value: Any) -> tuple[list[Any], list[Any]] | None:
+    """A set logged as a delta (trace schema 3): ``(add, del)``."""
+    if isinstance(value, dict) and set(value) == {"#add", "#del"}:
+        add, gone = value["#add"], value["#del"]
+        if isinstance(add, list) and isinstance(gone, list):
+            return add, gone
+    return None
+
+
 @dataclass(frozen=True)
 class _RefDelta:
     removed: dict[bytes, Any]
@@ -49,37 +58,76 @@ class _RefDelta:
 
 
 _Shape = tuple[str, Sequence[tuple[str, Any]]]
+_MIXED = (
+    "logged as a delta, and for this expression also as a value that is no tag-free set: "
+    "a delta needs a set to change"
+)
+_TAGGED = "a delta's elements must be tag-free JSON (they are matched by text)"
+
+
+class _RefDeltaError(Exception):
+    def __init__(self, trace: int, index: int, column: int, problem: str) -> None:
+        super().__init__(problem)
+        self.trace, self.index, self.column, self.problem = trace, index, column, problem
 
 
 def _ref_walk(
-    events: Sequence[_Shape], keys: Iterable[str] | None
-) -> Iterable[tuple[int, int, Any, _RefDelta | None]]:
+    events: Sequence[_Shape], keys: Iterable[str] | None, number: int, seen: dict[str, set[str]]
+) -> Iterable[tuple[int, int, Any, _RefDelta | None, dict[bytes, Any] | None]]:
+    """Per post value: the value, its change from the node's last one (None: no tag-free set
+    or delta) and the set it stands for. ``seen`` collects, per expression, the kinds of
+    values met in the batch ("delta", "opaque"): both is an error where they meet, when every
+    expression is walked (``keys`` None: compact rendering)."""
     chosen = None if keys is None else set(keys)
-    last: dict[tuple[str, str], dict[bytes, Any]] = {}
+    last: dict[tuple[str, str], dict[bytes, Any] | None] = {}
     for i, (node, posts) in enumerate(events):
         for j, (expr, value) in enumerate(posts):
-            if chosen is not None and expr not in chosen:
-                yield i, j, value, None
-                continue
-            now = _ref_elements(value)
-            if now is None:
-                yield i, j, value, None
-                continue
+            kinds = seen.setdefault(expr, set())
+            delta = _ref_delta(value)
             before = last.get((expr, node), {})
+            if delta is not None:
+                kinds.add("delta")
+                if before is None or (chosen is None and "opaque" in kinds):
+                    raise _RefDeltaError(number, i, j, _MIXED)
+                add, gone = delta
+                add_t = {orjson.dumps(e, option=orjson.OPT_SORT_KEYS): e for e in add}
+                gone_t = {orjson.dumps(e, option=orjson.OPT_SORT_KEYS) for e in gone}
+                if any(b'"#' in t for t in [*add_t, *gone_t]):
+                    raise _RefDeltaError(number, i, j, _TAGGED)
+                # (before \ del) \cup add, an element in both staying as it was
+                now = {t: e for t, e in before.items() if t not in gone_t or t in add_t}
+                now |= {t: e for t, e in add_t.items() if t not in now}
+            else:
+                now = _ref_elements(value)
             last[(expr, node)] = now
-            gone = before.keys() - now.keys()
-            new = now.keys() - before.keys()
-            removed = {t: before[t] for t in gone} if gone else {}
+            if now is None:
+                kinds.add("opaque")
+                if chosen is None and "delta" in kinds:
+                    raise _RefDeltaError(number, i, j, _MIXED)
+            if now is None or (chosen is not None and expr not in chosen and delta is None):
+                yield i, j, value, None, now
+                continue
+            base = before or {}
+            gone_keys = base.keys() - now.keys()
+            new = now.keys() - base.keys()
+            removed = {t: base[t] for t in gone_keys} if gone_keys else {}
             added = {t: now[t] for t in new} if new else {}
-            yield i, j, value, _RefDelta(removed, added)
+            yield i, j, value, _RefDelta(removed, added), now
+
+
+def _whole(value: Any, now: dict[bytes, Any] | None) -> Any:
+    """A value logged whole as logged; a delta as the set it stands for."""
+    if _ref_delta(value) is None or now is None:
+        return value
+    return {"#set": [now[t] for t in sorted(now)]}
 
 
 def _ref_encode(traces: Sequence[Sequence[_Shape]], keys: dict[str, int]) -> list[list[list[Any]]]:
     out: list[list[list[Any]]] = []
-    for events in traces:
+    for number, events in enumerate(traces):
         rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
-        for i, j, value, delta in _ref_walk(events, keys):
-            rows[i][j] = value if delta is None else delta
+        for i, j, value, delta, now in _ref_walk(events, keys, number, {}):
+            rows[i][j] = _whole(value, now) if delta is None or not keys else delta
         out.append(rows)
     return out
 
@@ -90,23 +138,31 @@ def _ref_encode_compact(
     full: dict[str, int] = {}
     delta: dict[str, int] = {}
     refused: set[str] = set()
+    logged: set[str] = set()
+    seen: dict[str, set[str]] = {}
     walked = []
-    for events in traces:
-        found = list(_ref_walk(events, None))
+    for number, events in enumerate(traces):
+        found = list(_ref_walk(events, None, number, seen))
         walked.append(found)
-        for i, j, value, change in found:
+        for i, j, value, change, now in found:
             expr = events[i][1][j][0]
-            if change is None:
+            if change is None or now is None:
                 refused.add(expr)
                 continue
-            full[expr] = full.get(expr, 0) + len(value["#set"])
+            delta_logged = _ref_delta(value) is not None
+            if delta_logged:
+                logged.add(expr)
+            size = len(now) if delta_logged else len(value["#set"])  # (duplicates counted)
+            full[expr] = full.get(expr, 0) + size
             delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
-    chosen = sorted(e for e in full if e not in refused and delta[e] < WORTH * full[e])
+    chosen = sorted(
+        e for e in full if e in logged or (e not in refused and delta[e] < WORTH * full[e])
+    )
     keys = {e: i for i, e in enumerate(chosen, start=1)}
     out: list[list[list[Any]]] = []
     for events, found in zip(traces, walked, strict=True):
         rows: list[list[Any]] = [[None] * len(posts) for _, posts in events]
-        for i, j, value, change in found:
+        for i, j, value, change, _ in found:
             use = change is not None and events[i][1][j][0] in keys
             rows[i][j] = change if use else value
         out.append(rows)
@@ -188,10 +244,16 @@ def _ref_lines(
     """The reference's delta plan, event lines and sorted nodes for a batch."""
     rows = [[_ref_row(t, i, mapping) for i in range(len(t.events))] for t in traces]
     shapes = [[(r.node, r.post) for r in events] for events in rows]
-    if compact:
-        keys, posts = _ref_encode_compact(shapes)
-    else:
-        keys, posts = {}, _ref_encode(shapes, {})
+    try:
+        if compact:
+            keys, posts = _ref_encode_compact(shapes)
+        else:
+            keys, posts = {}, _ref_encode(shapes, {})
+    except _RefDeltaError as exc:
+        trace, row = traces[exc.trace], rows[exc.trace][exc.index]
+        where = trace.lines[exc.index]
+        problem = f"field post.{row.fields[exc.column]}: {exc.problem}"
+        raise TraceFormatError(trace.source, where, problem) from exc
     fmt = _RefFormatter()
     lines = []
     for trace, events, values in zip(traces, rows, posts, strict=True):
@@ -315,6 +377,12 @@ _ELEMENTS = st.recursive(
     ),
     max_leaves=6,
 )
+#: Elements without tags (no set inside): what a delta may name.
+_PLAIN = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NAMES, inner, min_size=1),
+    max_leaves=6,
+)
 
 
 def _twin(value: object) -> object:
@@ -331,12 +399,12 @@ def _twin(value: object) -> object:
 
 
 @st.composite
-def _evolving_sets(draw: st.DrawFn, size: int) -> list[Any]:
+def _evolving_sets(draw: st.DrawFn, size: int, plain: bool = False) -> list[Any]:
     """A run of logged sets, each mostly the last one with an element inserted, removed or
     replaced (what the fast path reuses), with key orders shuffled, and, when ``odd`` is drawn,
     odd values: floats (no TLA+ form), non-sets; duplicates, 1 where there was True. Most runs
     have large sets that change little, so that the expression is delta-encoded."""
-    pool = draw(st.lists(_ELEMENTS, min_size=1, max_size=6))
+    pool = draw(st.lists(_PLAIN if plain else _ELEMENTS, min_size=1, max_size=6))
     current: list[Any] = list(range(draw(st.integers(0, 12))))
     moves = ["add", "add", "drop", "same", "same", "swap", "reorder"]
     if draw(st.integers(0, 4)) == 0:
@@ -362,16 +430,47 @@ def _evolving_sets(draw: st.DrawFn, size: int) -> list[Any]:
     return out
 
 
+def _canonical(element: Any) -> bytes:
+    return orjson.dumps(element, option=orjson.OPT_SORT_KEYS)
+
+
+def _maybe_delta(draw: st.DrawFn, value: Any, last: Any, deltas: bool) -> Any:
+    """``value`` (a logged set or an odd value), or, when drawn, the same set logged as a
+    delta (trace schema 3) from ``last`` (the node's last logged value for the field):
+    exact, or sloppy (removing what was not there, adding what was), and now and then a
+    delta where no set came before (an odd value: an error)."""
+    if not deltas or not isinstance(value, dict) or not isinstance(value.get("#set"), list):
+        return value
+    if not draw(st.integers(0, 2)):
+        return value
+    before = last["#set"] if isinstance(last, dict) and isinstance(last.get("#set"), list) else []
+    then = {_canonical(e): e for e in before}
+    now = {_canonical(e): e for e in value["#set"]}
+    add = [e for t, e in now.items() if t not in then]
+    gone = [e for t, e in then.items() if t not in now]
+    if draw(st.integers(0, 3)) == 0:  # sloppy
+        add += [e for t, e in then.items() if t in now][:1]
+        gone += [[9, "gone"]]
+    return {"#add": add, "#del": gone}
+
+
 @st.composite
 def _generated_trace(draw: st.DrawFn) -> list[str]:
     size = draw(st.integers(1, 25))
     nodes = draw(st.lists(st.sampled_from(["a", "b"]), min_size=size, max_size=size))
-    inbox = draw(_evolving_sets(size))
-    mine = draw(_evolving_sets(size))
+    deltas = draw(st.booleans())
+    # sets logged as deltas are mostly of tag-free elements (a tagged one is an error)
+    plain = deltas and draw(st.integers(0, 3)) > 0
+    inbox = draw(_evolving_sets(size, plain))
+    mine = draw(_evolving_sets(size, plain))
+    last: dict[tuple[str, str], Any] = {}
     seq = {"a": 0, "b": 0}
     lines = [json.dumps(header(maximum=3))]
-    for node, box, own in zip(nodes, inbox, mine, strict=True):
+    for node, whole_box, whole_own in zip(nodes, inbox, mine, strict=True):
         seq[node] += 1
+        box = _maybe_delta(draw, whole_box, last.get(("inbox", node)), deltas)
+        own = _maybe_delta(draw, whole_own, last.get(("mine", node)), deltas)
+        last[("inbox", node)], last[("mine", node)] = whole_box, whole_own
         post = {"balance": draw(_ELEMENTS), "inbox": box, "mine": own}
         event = {
             "kind": "event",

@@ -30,6 +30,7 @@ from protoref.tracing import JsonlSink
 from tracecheck.artifacts import failure_note
 from tracecheck.explain import Explanation
 from tracecheck.jsonvalue import from_json
+from tracecheck.postdelta import resolve
 from tracecheck.protocols.rref import RREF
 from tracecheck.traces import Trace, load_trace
 from tracecheck.validate import TraceVerdict, ValidationReport, validate_traces
@@ -104,9 +105,11 @@ def _symptom(fault: Fault, event: dict[str, Any], pre: State, post: State) -> bo
 def first_symptom(fault: Fault, events: Sequence[dict[str, Any]]) -> int | None:
     """The 1-based index of the first event that shows ``fault``, from the trace alone."""
     known: defaultdict[str, State] = defaultdict(dict)
-    for number, event in enumerate(events, start=1):
+    # the per-node sets as the checker rebuilds them from their deltas (trace schema 3)
+    wholes = resolve([(e["node"], list(e["post"].items())) for e in events])
+    for number, (event, whole) in enumerate(zip(events, wholes, strict=True), start=1):
         pre = known[event["node"]]
-        post = {f: from_json(v) for f, v in event["post"].items()}
+        post = {f: from_json(v) for f, v in zip(event["post"], whole, strict=True)}
         if _symptom(fault, event, pre, post):
             return number
         for field, value in post.items():

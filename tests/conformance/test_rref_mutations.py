@@ -40,6 +40,7 @@ from protoref.rref.trace import EVENT_ADAPTER, make_event
 from protoref.tracing import encode_line
 from tracecheck.explain import Explanation
 from tracecheck.jsonvalue import from_json
+from tracecheck.postdelta import resolve
 from tracecheck.protocols.rref import RREF
 from tracecheck.traces import Trace, TraceFormatError, load_trace, parse_trace_lines
 from tracecheck.validate import TraceVerdict, validate_traces
@@ -200,27 +201,52 @@ def _as_logged(value: Any) -> Any:
     return from_json(value)
 
 
+def _logged(result: Any, node: str, before: RRefContext, delivered: Any) -> Event:
+    """The core's step from ``before`` as it is logged, with each per-node set whole: the
+    delta logged from an empty context adds the whole slice."""
+    state = result.state
+
+    def line(base: RRefContext) -> Event:
+        made = make_event(result.action, node, 1, 1, state, delivered=delivered, before=base)
+        loaded: Event = json.loads(encode_line(made))
+        return loaded
+
+    made = line(before)
+    whole = line(RRefContext(me=node))["post"]
+    for field, value in made["post"].items():
+        if isinstance(value, dict) and "#add" in value:
+            made["post"][field] = {"#set": whole[field]["#add"]}
+    return made
+
+
 def _performs(
-    event: Event, result: Any, node: str, before: RRefContext, delivered: Any = None
+    event: Event,
+    whole_post: dict[str, Any],
+    result: Any,
+    node: str,
+    before: RRefContext,
+    *,
+    delivered: Any = None,
 ) -> bool:
-    """The core's step from ``before``, logged, is exactly ``event`` (arguments and post-state,
-    with what it added to the history variables)."""
-    made = json.loads(
-        encode_line(
-            make_event(result.action, node, 1, 1, result.state, delivered=delivered, before=before)
-        )
+    """The core's step from ``before``, logged, is exactly ``event``: its arguments, and its
+    post-state as the checker rebuilds it (``whole_post``: the node's logged deltas applied
+    in file order, :func:`tracecheck.postdelta.resolve`)."""
+    made = _logged(result, node, before, delivered)
+    return (
+        _as_logged(made["args"]) == _as_logged(event["args"])
+        and set(made["post"]) == set(event["post"])
+        and all(_as_logged(v) == _as_logged(whole_post[f]) for f, v in made["post"].items())
     )
-    return all(
-        _as_logged(made[part]) == _as_logged(event[part]) for part in ("args", "post")
-    ) and set(made["post"]) == set(event["post"])
 
 
 Step = tuple[World, frozenset[MsgKey], MsgKey | None]
 
 
-def _successors(world: World, event: Event, settings: dict[str, Any]) -> Iterator[Step]:
-    """The worlds in which the core performs ``event``, with the keys of the messages it sent
-    and of the message it took."""
+def _successors(
+    world: World, event: Event, whole_post: dict[str, Any], settings: dict[str, Any]
+) -> Iterator[Step]:
+    """The worlds in which the core performs ``event`` (whose post-state, deltas applied, is
+    ``whole_post``), with the keys of the messages it sent and of the message it took."""
     node, name, args = event["node"], event["event"], event["args"]
     if name == "RetrySend":
         try:
@@ -260,7 +286,9 @@ def _successors(world: World, event: Event, settings: dict[str, Any]) -> Iterato
         except ProtocolError:
             continue
         delivered = inp if isinstance(inp, ev.MessageBase) else None
-        if result.action.action != name or not _performs(event, result, node, ctx, delivered):
+        if result.action.action != name or not _performs(
+            event, whole_post, result, node, ctx, delivered=delivered
+        ):
             continue
         net = [m for i, m in enumerate(world.net) if i != index] + list(result.sent)
         took = None if index is None else _key(world.net[index])
@@ -273,10 +301,12 @@ def replay(header: dict[str, Any], events: Sequence[Event]) -> Replay:
     worlds = [World({w: RRefContext(me=w) for w in header["nodes"]}, ())]
     sent: list[frozenset[MsgKey]] = []
     took: list[MsgKey | None] = []
-    for number, event in enumerate(events, start=1):
+    wholes = resolve([(e["node"], list(e["post"].items())) for e in events])
+    for number, (event, whole) in enumerate(zip(events, wholes, strict=True), start=1):
+        whole_post = dict(zip(event["post"], whole, strict=True))
         nexts: dict[str, Step] = {}
         for world in worlds:
-            for succ in _successors(world, event, header["settings"]):
+            for succ in _successors(world, event, whole_post, header["settings"]):
                 nexts.setdefault(succ[0].fingerprint(), succ)
         if not nexts:
             return Replay(number, tuple(sent), tuple(took))
@@ -385,9 +415,10 @@ _GID_SETS = {
 }
 
 
-def _element(field: str, node: str) -> Any:
-    """A plausible element of ``field``'s set, for changing an empty set."""
-    gid, other = [node, 1], [node, 2]
+def _element(field: str, node: str, number: int = 1) -> Any:
+    """A plausible element of ``field``'s set, for changing an empty set (``number``: its
+    ids' numbers start there)."""
+    gid, other = [node, number], [node, number + 1]
     if field in _GID_SETS:
         return gid
     if field in {"forks", "pendingChildren", "tombstonesAdded"}:
@@ -403,6 +434,14 @@ def _changed(field: str, value: Any, node: str, workers: Sequence[str]) -> Any:
     if isinstance(value, dict) and "#set" in value:
         elements = value["#set"]
         return {"#set": elements[:-1] if elements else [_element(field, node)]}
+    if isinstance(value, dict) and "#add" in value:  # a delta (trace schema 3)
+        add, gone = value["#add"], value["#del"]
+        if add:  # the element the step added goes missing
+            return {"#add": add[:-1], "#del": gone}
+        if gone:  # the element the step removed stays
+            return {"#add": add, "#del": gone[:-1]}
+        # an element no golden trace has (ids that high) appears
+        return {"#add": [_element(field, node, 90)], "#del": []}
     if isinstance(value, dict):  # RetrySend's message: another fork
         return {**value, "fork": _changed("fork", value["fork"], node, workers)}
     if isinstance(value, int):
@@ -541,8 +580,9 @@ def test_rejections_are_explained_by_the_false_guard_or_the_post_field() -> None
     drop_fork_request = _pick([m for m, _ in drops()], "user_to_owner_arg", "drop-5")
     dup_drop = _pick(duplicates(), "user_to_user", "dup-7")
     bad_forks = _pick([m for m, _ in changes()], "user_to_user", "change-8-post.forks")
-    lost_ack = _pick([m for m, _ in drops()], "user_to_user", "drop-8")
-    picked = [drop_fork_request, dup_drop, bad_forks, lost_ack]
+    lost_ret = _pick([m for m, _ in drops()], "user_to_user", "drop-2")
+    first_delivery = _pick([m for m, _ in drops()], "user_to_user", "drop-8")
+    picked = [drop_fork_request, dup_drop, bad_forks, lost_ret, first_delivery]
     report = validate_traces([m.trace() for m in picked], RREF, SPEC_ROOT)
     # the simulation pass (it accepts none: the first trace is rejected), one breadth-first
     # batch, one explain run per rejection
@@ -552,7 +592,7 @@ def test_rejections_are_explained_by_the_false_guard_or_the_post_field() -> None
         assert _index(verdict) == m.expected
         assert isinstance(verdict.explanation, Explanation)
         explained.append(verdict.explanation)
-    child, dropped, forks, ack = explained
+    child, dropped, forks, ret, copy = explained
 
     # Without the GetOrCreateRRef that sent it, the retry of RREF_CHILD_ACCEPT has no message.
     assert (child.index, child.action) == (6, "RetrySend")
@@ -576,11 +616,18 @@ def test_rejections_are_explained_by_the_false_guard_or_the_post_field() -> None
     assert post.allowed == ['{<<<<"w0", 1>>, <<"w0", 2>>>>, <<<<"w0", 1>>, <<"w0", 3>>>>}']
     assert "post.forks: logged" in forks.summary
 
-    # Drop the first delivery of the RREF_FORK_REQUEST: its retried copy stands in, so only one
-    # RREF_ACK is sent and the second FinishForkRequest has none to take: the report quotes the
-    # handler's message guard, the domain of its \E m \in InFlight(...).
-    assert (ack.index, ack.action) == (10, "FinishForkRequest")
-    assert ack.frontier
-    assert all(not s.enabled for s in ack.frontier)
-    assert {s.failed_guard_at for s in ack.frontier} == {"1.0"}
-    assert 'conjunct 1.0 is false: \\E m \\in InFlight("RREF_ACK", w, r, c)' in ack.summary
+    # Without the AssignOwnerRRef that sent it, there is no REMOTE_RET for the caller to take:
+    # the report quotes the handler's message guard, the domain of its \E m \in InFlight(...).
+    assert (ret.index, ret.action) == (2, "ConfirmPendingUser")
+    assert ret.frontier
+    assert all(not s.enabled for s in ret.frontier)
+    assert {s.failed_guard_at for s in ret.frontier} == {"2.0"}
+    assert 'conjunct 2.0 is false: \\E m \\in InFlight("REMOTE_RET", w, r, f)' in ret.summary
+
+    # Drop the first delivery of the RREF_FORK_REQUEST: its retried copy stands in for it in the
+    # spec, but the copy's event logs forks unchanged (a delta from what the owner logged last,
+    # schema 3), so the forks rebuilt from the trace lack the new fork: caught at the copy.
+    assert (copy.index, copy.action) == (8, "AddForkOfOwnerIfNotPresent")
+    (state,) = copy.frontier
+    assert state.enabled
+    assert [p.field for p in state.post if not p.possible] == ["forks"]

@@ -20,6 +20,7 @@ from protoref.rref.simulator import SimConfig, Simulator
 from protoref.tracing import JsonlSink
 from tracecheck.explain import Explanation
 from tracecheck.jsonvalue import from_json
+from tracecheck.postdelta import resolve
 from tracecheck.protocols.rref import RREF
 from tracecheck.traces import Trace, load_trace
 from tracecheck.validate import ValidationReport, validate_traces
@@ -41,10 +42,11 @@ def _spared_sweep(path: Path) -> int | None:
     held (as last logged) is not deleted. The spec's sweep deletes every confirmed UserRRef."""
     held: dict[str, frozenset[Any]] = {}
     deleted: frozenset[Any] = frozenset()  # deleted only grows: the events log what they add
-    lines = path.read_text(encoding="utf-8").splitlines()[1:]
-    for number, line in enumerate(lines, start=1):
-        event = json.loads(line)
-        post = {k: from_json(v) for k, v in event["post"].items()}
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    # the per-node sets as the checker rebuilds them from their deltas (trace schema 3)
+    wholes = resolve([(e["node"], list(e["post"].items())) for e in events])
+    for number, (event, whole) in enumerate(zip(events, wholes, strict=True), start=1):
+        post = {k: from_json(v) for k, v in zip(event["post"], whole, strict=True)}
         deleted |= post.get("deletedAdded", frozenset())
         spared = held.get(event["node"], frozenset()) - deleted
         if event["event"] == "DelAllUsersAndUnforkedOwners" and spared:
@@ -96,11 +98,12 @@ def test_the_held_users_are_deleted_by_the_sweep(
     sweeps_with_held = 0
     for trace in traces[:RUNS]:
         held: dict[str, Any] = {}
-        for event in trace.events:
+        wholes = resolve([(e.node, list(e.post.items())) for e in trace.events])
+        for event, whole in zip(trace.events, wholes, strict=True):
             if event.event == "DelAllUsersAndUnforkedOwners" and held.get(event.node):
                 sweeps_with_held += 1
             if "held" in event.post:
-                held[event.node] = from_json(event.post["held"])
+                held[event.node] = from_json(dict(zip(event.post, whole, strict=True))["held"])
     assert sweeps_with_held > 0
 
 

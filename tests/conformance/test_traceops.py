@@ -325,7 +325,7 @@ def test_rref_traces_get_the_same_verdicts_with_and_without_the_native_operators
     lines = (tmp_path / "s3.ndjson").read_text(encoding="utf-8").splitlines()
     index = next(i for i, line in enumerate(lines) if '"event":"DropRRef"' in line)
     event = json.loads(lines[index])
-    event["post"]["held"]["#set"].append(event["args"]["f"])
+    event["post"]["held"]["#del"].remove(event["args"]["f"])  # (a delta: trace schema 3)
     lines[index] = json.dumps(event)
     bad = parse_trace_lines(lines, "s3-broken")
     verdicts = {}

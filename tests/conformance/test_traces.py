@@ -37,7 +37,8 @@ def test_loads_header_and_events(tmp_path: Path) -> None:
         ([header()], 1, "header but no events"),
         ([GOOD[0]], 1, "the first line must be the header"),
         ([header(), "{not json"], 2, "bad JSON"),
-        ([header(schema_version=3), GOOD[0]], 1, "schema_version: 3 is not supported"),
+        ([header(schema_version=4), GOOD[0]], 1, "schema_version: 4 is not supported"),
+        ([header(schema_version=True), GOOD[0]], 1, "schema_version: True is not supported"),
         ([header(), GOOD[0] | {"event": "lower"}], 2, "field event: String should match"),
         (
             [header(), {k: v for k, v in GOOD[0].items() if k != "node"}],

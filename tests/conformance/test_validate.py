@@ -215,6 +215,85 @@ def test_a_wrong_set_is_rejected_at_its_event_under_compact_rendering(
     assert verdict.rejection.index == index
 
 
+def _as_deltas(events: list[dict[str, Any]], field: str = "inbox") -> list[dict[str, Any]]:
+    """The events with ``field`` logged as a delta from the node's last logged value (schema
+    3), as an implementation writes it."""
+    last: dict[str, list[Any]] = {}
+    out = []
+    for e in events:
+        post = e["post"]
+        if field not in post:
+            out.append(e)
+            continue
+        now, then = post[field]["#set"], last.get(e["node"], [])
+        last[e["node"]] = now
+        delta = {
+            "#add": [x for x in now if x not in then],
+            "#del": [x for x in then if x not in now],
+        }
+        out.append(e | {"post": post | {field: delta}})
+    return out
+
+
+def test_sets_logged_as_deltas_are_checked_as_the_whole_sets_they_stand_for() -> None:
+    events = _as_deltas(_inbox_events())
+    # b's first receive removes ("b", 1) from the inbox b never logged: the delta from {} says
+    # what b's slice is after it, the remaining three
+    assert events[5]["post"]["inbox"] == {"#add": [["b", 2], ["b", 3], ["b", 4]], "#del": []}
+    assert events[6]["post"]["inbox"] == {"#add": [], "#del": [["b", 2]]}
+    report = validate_traces([trace(events, maximum=10)], INBOX, SPEC_ROOT)
+    assert report.all_accepted
+    from tracecheck.tracespec import render_batch  # noqa: PLC0415
+
+    rendered = render_batch([trace(events, maximum=10)], INBOX, compact=True)
+    assert '<<{<<"b", 2>>}, {}>>' in rendered.data_module  # b's second receive, as logged
+    # the literal rendering (the explain pass's) writes the rebuilt whole sets
+    literal = render_batch([trace(events, maximum=10)], INBOX).data_module
+    assert literal == render_batch([trace(_inbox_events(), maximum=10)], INBOX).data_module
+
+
+@pytest.mark.parametrize(
+    ("index", "delta", "logged"),
+    [
+        pytest.param(4, {"#add": [], "#del": []}, '{<<"b", 1>>, <<"b", 2>>}', id="add-missing"),
+        pytest.param(4, {"#add": [["b", 3], ["a", 9]], "#del": []}, None, id="add-extra"),
+        pytest.param(
+            7, {"#add": [], "#del": []}, '{<<"b", 2>>, <<"b", 3>>, <<"b", 4>>}', id="del-missing"
+        ),
+    ],
+)
+def test_a_wrong_delta_is_rejected_at_its_event_and_reported_whole(
+    index: int, delta: dict[str, Any], logged: str | None
+) -> None:
+    events = _as_deltas(_inbox_events())
+    events[index - 1] = events[index - 1] | {"post": events[index - 1]["post"] | {"inbox": delta}}
+    (verdict,) = validate_traces([trace(events, maximum=10)], INBOX, SPEC_ROOT).verdicts
+    assert verdict.rejection is not None
+    assert verdict.rejection.index == index
+    explanation = verdict.explanation
+    assert explanation is not None
+    (wrong,) = [p for s in explanation.frontier for p in s.post if not p.possible]
+    assert wrong.field == "inbox"
+    if logged is not None:  # the logged value as the checker rebuilt it from the deltas
+        assert wrong.logged == logged
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        pytest.param({"#add": [{"#set": [1]}], "#del": []}, "must be tag-free", id="tagged"),
+        pytest.param(5, "also as a value that is no tag-free set", id="mixed"),
+    ],
+)
+def test_a_delta_that_cannot_be_applied_is_a_format_error(value: object, problem: str) -> None:
+    events = _as_deltas(_inbox_events())
+    events[2] = events[2] | {"post": events[2]["post"] | {"inbox": value}}
+    with pytest.raises(TraceFormatError, match=problem) as caught:
+        validate_traces([trace(events, maximum=10)], INBOX, SPEC_ROOT)
+    assert caught.value.line == 4  # the header is line 1
+    assert "field post.inbox" in str(caught.value)
+
+
 def test_plan_deltas_refuses_non_sets_and_tagged_elements() -> None:
     from tracecheck.postdelta import plan_deltas  # noqa: PLC0415
 
