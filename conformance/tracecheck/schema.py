@@ -47,7 +47,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import CoreSchema
 
-from protoref.tracing import tla_set_in
+from protoref.tracing import DELTA_OR_WHOLE, tla_set_in
 from tracecheck.traces import Trace, TraceFormatError
 
 __all__ = ["check_events"]
@@ -60,12 +60,21 @@ _OPTIONS: Final = (
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
 _dumps: Final = orjson.dumps
+#: A set field is cut only while cutting pays: after this many of its sets in a trace, only if
+#: at least half of their elements had been validated before. (Since trace schema 3 the RRef
+#: implementation logs its per-node sets as deltas; what is left whole, ``delivered`` and the
+#: ``Added`` fields, holds new elements: finding none to skip cost more than validating them.)
+_PROBE: Final = 16
 _MISSING: Final = object()
 _EMPTY: Final[dict[str, Any]] = {"#set": []}
 # Keys of a set field's schemas that leave its validity the conjunction of its elements'
 # (anything else, such as min_length or strict, and the field is validated whole).
 _SET_KEYS: Final = frozenset({"type", "items_schema", "metadata", "serialization", "ref"})
 _BEFORE_KEYS: Final = frozenset({"type", "function", "schema", "metadata", "serialization", "ref"})
+_UNION_KEYS: Final = frozenset(
+    {"type", "choices", "discriminator", "custom_error_type", "custom_error_message", "metadata"}
+    | {"serialization", "ref"}
+)
 _MODEL_KEYS: Final = frozenset(
     {"type", "cls", "schema", "custom_init", "root_model", "config", "ref", "metadata"}
 )
@@ -97,25 +106,41 @@ def check_events(trace: Trace, adapter: TypeAdapter[Any]) -> None:
     memos: list[dict[bytes, Any]] = [{} for _ in range(plan.classes)]
     # (node, post key) -> the set last validated there
     slots: dict[tuple[str, str], _Slot] = {}
+    # (event, post key) -> [sets cut, their elements, the elements cut away]
+    payoff: dict[tuple[str, str], list[int]] = {}
+    # event -> the set fields still cut (those whose cutting pays, _PROBE)
+    live = {name: kind.sets for name, kind in kinds.items()}
     for event, line in zip(trace.events, trace.lines, strict=True):
         # a copy of the event's fields as they are: TraceEvent has no private attributes and
         # no extras, so its __dict__ is dict(event) (which cost 8 µs: dict() first looks for a
         # keys() method, and pydantic's __getattr__ builds an AttributeError for it)
         fields = dict(event.__dict__)
-        kind = kinds.get(fields["event"])
+        name = fields["event"]
+        sets = live.get(name)
         post = fields["post"]
         gained: list[tuple[tuple[str, str], _Slot, dict[bytes, Any], list[tuple[bytes, Any]]]] = []
-        if kind is not None and post.keys() == kind.keys:
+        if sets and post.keys() == kinds[name].keys:
             reduced = dict(post)
             node = fields["node"]
-            for key, number in kind.sets:
+            for key, number in sets:
                 value = post[key]
                 if type(value) is dict and len(value) == 1 and type(value.get("#set")) is list:
+                    tally = payoff.get((name, key))
+                    if tally is None:
+                        tally = payoff[(name, key)] = [0, 0, 0]
+                    elif tally[0] >= _PROBE and tally[2] * 2 < tally[1]:
+                        # cutting this field does not pay: from now on it is validated whole
+                        live[name] = tuple(x for x in live[name] if x[0] != key)
+                        continue
                     where = (node, key)
                     memo = memos[number]
-                    cut = _cut(value["#set"], slots.get(where), number, memo)
+                    items = value["#set"]
+                    cut = _cut(items, slots.get(where), number, memo)
                     if cut is not None:
                         slot, new = cut
+                        tally[0] += 1
+                        tally[1] += len(items)
+                        tally[2] += len(items) - len(new)
                         if new:
                             reduced[key] = {"#set": [x for _, x in new]}
                             gained.append((where, slot, memo, new))
@@ -274,7 +299,16 @@ def _plain_model(schema: Any) -> bool:
 
 
 def _set_items(schema: Any) -> Any:
-    """The element schema of the trace contract's set with no other condition, else None."""
+    """The element schema of the trace contract's set with no other condition, else None;
+    for a set that may be logged as a delta too (trace schema 3, ``DELTA_OR_WHOLE``), the
+    element schema of its whole form, which ``{"#set": [...]}``, cut or not, always takes."""
+    if (
+        schema.get("type") == "tagged-union"
+        and schema.keys() <= _UNION_KEYS
+        and schema["discriminator"] is DELTA_OR_WHOLE.discriminator
+        and "set" in schema["choices"]
+    ):
+        return _set_items(schema["choices"]["set"])
     if (
         schema.get("type") == "function-before"
         and schema.keys() <= _BEFORE_KEYS
