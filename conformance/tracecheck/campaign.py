@@ -15,8 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from tracecheck.protocols import load_mapping, load_simulator
-from tracecheck.traces import load_trace
-from tracecheck.validate import ValidationReport, validate_traces
+from tracecheck.validate import ValidationReport, validate_files
 from tracecheck.witness import WitnessReport, check_invariants
 
 __all__ = ["CampaignResult", "run_campaign"]
@@ -64,8 +63,7 @@ def run_campaign(
         simulate(seed, steps, path)
         paths.append(path)
     simulated = time.monotonic() - started
-    traces = [load_trace(p) for p in paths]
-    report = validate_traces(traces, mapping, spec_root, explain=explain)
+    traces, report = validate_files(paths, mapping, spec_root, explain=explain)
     witness = check_invariants(traces, report, mapping, spec_root) if invariants else None
     keep = (
         out is not None

@@ -49,8 +49,8 @@ from tracecheck.results import Progress, TLCResult, Verdict
 from tracecheck.tlavalue import format_value
 from tracecheck.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
 from tracecheck.toolchain import toolchain
-from tracecheck.traces import load_trace, merge_traces
-from tracecheck.validate import validate_traces
+from tracecheck.traces import load_trace, merge_traces, peek_trace
+from tracecheck.validate import validate_files, validate_traces
 from tracecheck.witness import WitnessReport, check_invariants, print_witness
 
 __all__ = ["main"]
@@ -252,7 +252,7 @@ def _cmd_simtraces(args: argparse.Namespace, console: Console) -> int:
     seeds = range(args.seed, args.seed + args.runs)
     paths = write_sim_traces(args.spec_root, args.out, seeds, args.depth)
     mapping = load_mapping("rref")
-    report = validate_traces([load_trace(p) for p in paths], mapping, args.spec_root)
+    _, report = validate_files(paths, mapping, args.spec_root)
     print_report(console, report, action_coverage(report, mapping, args.spec_root))
     return 0 if report.all_accepted else 1
 
@@ -380,15 +380,19 @@ def _live_progress(console: Console, label: str) -> Iterator[ProgressCallback]:
 
 
 def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
-    traces = [load_trace(path) for path in args.traces]
-    if args.merge:
-        traces = [merge_traces(traces)]
-    protocols = {t.header.protocol for t in traces}
+    merged = [merge_traces([load_trace(path) for path in args.traces])] if args.merge else None
+    headers = [t.header for t in merged] if merged else [peek_trace(p).header for p in args.traces]
+    protocols = {h.protocol for h in headers}
     if args.mapping is None and len(protocols) != 1:
         raise TracecheckError(f"traces of several protocols {sorted(protocols)}: pass --mapping")
     mapping = load_mapping(args.mapping or protocols.pop())
     toolchain()
-    report = validate_traces(traces, mapping, args.spec_root, explain=not args.no_explain)
+    explain = not args.no_explain
+    if merged:
+        traces = merged
+        report = validate_traces(traces, mapping, args.spec_root, explain=explain)
+    else:  # each file read as its chunk comes, while TLC checks the previous ones
+        traces, report = validate_files(args.traces, mapping, args.spec_root, explain=explain)
     coverage = action_coverage(report, mapping, args.spec_root)
     witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
     kept = keep_failures(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -32,9 +32,11 @@ __all__ = [
     "TraceEvent",
     "TraceFormatError",
     "TraceHeader",
+    "TracePeek",
     "load_trace",
     "merge_traces",
     "parse_trace_lines",
+    "peek_trace",
 ]
 
 
@@ -177,6 +179,36 @@ def load_trace(path: Path) -> Trace:
         raise TraceFormatError(str(path), last, "truncated: the last line has no newline")
     with paused_gc(keep=True):
         return parse_trace_lines(text.splitlines(), str(path))
+
+
+class TracePeek(NamedTuple):
+    """What a trace file's first line says, and about how many events follow, before it is
+    loaded: enough to batch it (:func:`tracecheck.validate.validate_files`)."""
+
+    path: Path
+    header: TraceHeader
+    #: The lines after the header (its events, give or take blank lines).
+    lines: int
+
+
+def peek_trace(path: Path) -> TracePeek:
+    """The header of a trace file (checked as :func:`load_trace` checks it) and its line count;
+    the events are not read."""
+    try:
+        with path.open("rb") as file:
+            first = file.readline()
+            rest = sum(block.count(b"\n") for block in iter(lambda: file.read(1 << 20), b""))
+    except OSError as exc:
+        raise TraceFormatError(str(path), None, f"cannot read: {exc.strerror}") from exc
+    if not first.strip():
+        # the loader says what is wrong with it (empty, or a blank first line)
+        trace = load_trace(path)
+        return TracePeek(path, trace.header, len(trace.events))
+    try:
+        raw = orjson.loads(first)
+    except orjson.JSONDecodeError as exc:
+        raise TraceFormatError(str(path), 1, f"bad JSON: {exc.msg}") from exc
+    return TracePeek(path, _header(raw, str(path), 1), rest)
 
 
 def merge_traces(traces: Sequence[Trace]) -> Trace:

@@ -39,7 +39,7 @@ from tracecheck.postdelta import (
     encode_compact,
 )
 from tracecheck.tlavalue import TLAValueError, format_value, parse_value
-from tracecheck.traces import Trace, TraceFormatError
+from tracecheck.traces import Trace, TraceFormatError, TraceHeader
 
 __all__ = [
     "DATA_FILE",
@@ -233,17 +233,25 @@ class _Formatter:
 def constants_for(trace: Trace, mapping: ProtocolMap) -> dict[str, str]:
     """The spec constants of this trace as TLA+ expressions (traces batch when they agree);
     constants the mapping derives from a whole batch are added by :func:`render_batch`."""
-    nodes = format_value(frozenset(trace.header.nodes))
-    settings = {
-        k: _tla(v, trace, 0, f"header.settings.{k}") for k, v in trace.header.settings.items()
-    }
+    return header_constants(trace.header, trace.source, mapping)
+
+
+def header_constants(header: TraceHeader, source: str, mapping: ProtocolMap) -> dict[str, str]:
+    """:func:`constants_for` from a trace's header alone (``source`` names it in errors)."""
+    nodes = format_value(frozenset(header.nodes))
+    settings: dict[str, str] = {}
+    for k, v in header.settings.items():
+        try:
+            settings[k] = tla_text(v, f"header.settings.{k}")
+        except JsonValueError as exc:
+            raise TraceFormatError(source, 1, str(exc)) from exc
     rendered: dict[str, str] = {}
     for name, template in mapping.constants.items():
         try:
             rendered[name] = template.format(nodes=nodes, settings=settings)
         except KeyError as exc:
             raise TraceFormatError(
-                trace.source, 1, f"field settings: the spec constant {name} needs {exc}"
+                source, 1, f"field settings: the spec constant {name} needs {exc}"
             ) from None
     return rendered
 

@@ -24,8 +24,7 @@ from pathlib import Path
 from tracecheck.javareader import READER_ENV
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.rref import STEADY_APP_WEIGHT, simulate
-from tracecheck.traces import load_trace
-from tracecheck.validate import CheckerError, validate_traces
+from tracecheck.validate import CheckerError, validate_files
 
 __all__ = ["Row", "TVFigures", "measure", "prefix_file", "tv_block"]
 
@@ -87,11 +86,12 @@ def _timed(
         batches = [[p] for p in paths] if one_run_each else [paths]
         reports, events = [], 0
         for batch in batches:
-            traces = [load_trace(p) for p in batch]
-            events += sum(len(t.events) for t in traces)
-            reports.append(
-                validate_traces(traces, mapping, spec_root, explain=False, simulate=simulate)
+            # loading overlaps checking: each file is read just before its chunk is rendered
+            traces, report = validate_files(
+                batch, mapping, spec_root, explain=False, simulate=simulate
             )
+            events += sum(len(t.events) for t in traces)
+            reports.append(report)
     finally:
         if before is None:
             os.environ.pop(READER_ENV, None)

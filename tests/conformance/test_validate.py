@@ -3,15 +3,16 @@ explain why, and batch many traces in one TLC run."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, trace
+from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header, trace
 from tracecheck import validate
-from tracecheck.traces import TraceFormatError
-from tracecheck.validate import chunks, validate_traces
+from tracecheck.traces import TraceFormatError, load_trace, peek_trace
+from tracecheck.validate import chunk_shares, chunks, validate_files, validate_traces
 
 
 def test_good_trace_is_accepted_with_coverage() -> None:
@@ -307,18 +308,22 @@ def test_plan_deltas_refuses_non_sets_and_tagged_elements() -> None:
     assert plan_deltas([one]).keys == {}
 
 
-def test_chunks_keep_order_cover_every_trace_and_balance_events() -> None:
-    lengths = [5, 1, 1, 3, 2, 2, 6, 1, 4]
-    # chunks reads nothing but each trace's events
-    traces: list[Any] = [SimpleNamespace(events=[None] * n) for n in lengths]
-    indices = list(range(len(traces)))
-    assert chunks(indices, traces, size=1000) == [indices]  # fewer events than one chunk
-    cut = chunks(indices, traces, size=8)
-    assert [i for chunk in cut for i in chunk] == indices
-    assert len(cut) == round(sum(lengths) / 8)
-    sizes = [sum(lengths[i] for i in chunk) for chunk in cut]
-    assert max(sizes) - min(sizes) <= max(lengths)
-    assert chunks([3, 7], traces, size=1) == [[3], [7]]  # never more chunks than traces
+def test_chunks_keep_order_cover_every_trace_and_follow_their_shares() -> None:
+    lengths = [5, 1, 1, 3, 2, 2, 6, 1, 4, 2, 3, 1, 5, 2]
+    indices = list(range(len(lengths)))
+    assert chunks(indices, lengths, size=1000) == [indices]  # fewer events than one chunk
+    for size in (6, 8, 12, 19):
+        cut = chunks(indices, lengths, size=size)
+        assert [i for chunk in cut for i in chunk] == indices
+        assert len(cut) == round(sum(lengths) / size)
+        sizes = [sum(lengths[i] for i in chunk) for chunk in cut]
+        shares = chunk_shares(len(cut))
+        assert sum(shares) == pytest.approx(len(cut))
+        average = sum(lengths) / len(cut)
+        for got, share in zip(sizes, shares, strict=True):
+            assert abs(got - share * average) <= 2 * max(lengths), (size, sizes, shares)
+    assert chunks([3, 7], lengths, size=1) == [[3], [7]]  # never more chunks than traces
+    assert chunk_shares(5) == pytest.approx([0.6, 1.2, 1.2, 1.2, 0.8])
 
 
 def test_a_batch_cut_into_chunks_gets_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -326,10 +331,69 @@ def test_a_batch_cut_into_chunks_gets_the_same_verdicts(monkeypatch: pytest.Monk
     late_bad = trace([GOOD[0], GOOD[1], GOOD[1] | {"seq": 3}, GOOD[2]], source="late-bad")
     traces = [trace(GOOD, source=f"good{i}") for i in range(4)] + [bad, late_bad]
     whole = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
-    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)  # three chunks of two traces
+    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)  # three chunks, the middle one larger
+    assert chunks(range(6), [len(t.events) for t in traces]) == [[0, 1], [2, 3, 4], [5]]
     cut = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
     assert [v.accepted for v in cut.verdicts] == [True] * 4 + [False, False]
     assert [v.rejection for v in cut.verdicts] == [v.rejection for v in whole.verdicts]
-    # each chunk: a simulation run, and breadth-first search for the one with a bad trace
-    # (the last chunk's walk stops at its first trace, so both of its traces go there)
-    assert (cut.tlc_runs, cut.simulated) == (4, 4)
+    # each chunk: a simulation run, and breadth-first search for the ones with a bad trace
+    # (the walk of the middle chunk stops at its third trace, the last chunk's at its only one)
+    assert (cut.tlc_runs, cut.simulated) == (5, 4)
+
+
+# --- validate_files: each file read when its chunk comes ------------------------------------
+
+
+def _write(folder: Path, name: str, events: list[dict[str, Any]]) -> Path:
+    path = folder / name
+    lines = [json.dumps(header()), *(json.dumps(e) for e in events)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_files_get_the_verdicts_of_the_loaded_traces(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bad = [GOOD[0], event("Receive", "b", 1, 2, a=2)]
+    files = [_write(tmp_path, f"good{i}.ndjson", GOOD) for i in range(4)]
+    files.insert(2, _write(tmp_path, "bad.ndjson", bad))
+    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)  # several chunks, read one by one
+    traces, report = validate_files(files, LEDGER, SPEC_ROOT)
+    assert [t.source for t in traces] == [str(f) for f in files]
+    assert traces == [load_trace(f) for f in files]
+    eager = validate_traces(traces, LEDGER, SPEC_ROOT)
+    assert report.verdicts == eager.verdicts
+    assert [v.accepted for v in report.verdicts] == [True, True, False, True, True]
+    assert report.verdicts[2].explanation is not None
+
+
+def test_a_malformed_file_in_a_later_chunk_is_the_loaders_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    files = [_write(tmp_path, f"good{i}.ndjson", GOOD) for i in range(4)]
+    broken = tmp_path / "broken.ndjson"
+    broken.write_text(files[0].read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)
+    with pytest.raises(TraceFormatError) as caught:
+        validate_files([*files, broken], LEDGER, SPEC_ROOT)
+    with pytest.raises(TraceFormatError) as loading:
+        load_trace(broken)
+    assert str(caught.value) == str(loading.value)
+    assert (caught.value.source, caught.value.line) == (str(broken), 5)
+
+
+def test_peek_reads_the_header_as_the_loader_does(tmp_path: Path) -> None:
+    path = _write(tmp_path, "t.ndjson", GOOD)
+    peek = peek_trace(path)
+    assert peek.header == load_trace(path).header
+    assert peek.lines == len(GOOD)
+    wrong = tmp_path / "v4.ndjson"
+    wrong.write_text(json.dumps(header(schema_version=4)) + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="schema_version: 4 is not supported"):
+        peek_trace(wrong)
+    with pytest.raises(TraceFormatError, match="cannot read"):
+        peek_trace(tmp_path / "missing.ndjson")
+    empty = tmp_path / "empty.ndjson"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="empty trace"):
+        peek_trace(empty)
