@@ -188,6 +188,12 @@ def _changes(
             count = counts.get(expr)
             if count is None:
                 count = counts[expr] = [0, 0, 0]
+            if value == _NO_CHANGE and count[1] >= 0:
+                # a delta changing nothing (most of those an implementation logs): no text,
+                # no state; a set that could not be changed (count[1] < 0) is the error below
+                count[2] += 1
+                row.append(UNCHANGED)
+                continue
             items = value.get("#set") if isinstance(value, dict) and len(value) == 1 else None
             if not isinstance(items, list):
                 lists = _delta_lists(value)
@@ -225,6 +231,8 @@ def _changes(
     return out
 
 
+#: A logged delta that changes nothing.
+_NO_CHANGE: Final = {"#add": [], "#del": []}
 #: What a node logged last for an expression when that was no tag-free set: no delta can follow.
 _OPAQUE: Final = _Logged(b"", None, None, {})
 _MIXED: Final = (

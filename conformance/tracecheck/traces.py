@@ -15,14 +15,15 @@ trace is never half-loaded. Per-process logs merge into one causal order by Lamp
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from protoref.tracing import SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS, TraceHeader
+from protoref.tracing import SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS, TraceHeader, trusted
 from tracecheck.errors import TracecheckError
 from tracecheck.nogc import paused_gc
 
@@ -151,18 +152,64 @@ def _header(raw: object, source: str, number: int) -> TraceHeader:
     return header
 
 
+#: The keys of an event line, and those without the optional ``args`` and ``post``.
+_EVENT_KEYS: Final = frozenset(TraceEvent.model_fields)
+_REQUIRED_KEYS: Final = _EVENT_KEYS - {"args", "post"}
+_EVENT_NAME: Final = re.compile(r"[A-Z][A-Za-z0-9]*")
+#: Event names seen to match the pattern (a regex match per line was a tenth of loading).
+_NAMES: set[str] = set()
+
+
 def _event(raw: object, source: str, number: int, header: TraceHeader) -> TraceEvent:
     if isinstance(raw, dict) and raw.get("kind") == "header":
         raise TraceFormatError(source, number, "a second header inside the trace")
-    try:
-        event = _EVENT.validate_python(raw)
-    except ValidationError as exc:
-        raise TraceFormatError(source, number, _problem(exc)) from exc
+    event = _plain_event(raw)
+    if event is None:  # not the common form: pydantic says what is wrong, or builds it
+        try:
+            event = _EVENT.validate_python(raw)
+        except ValidationError as exc:
+            raise TraceFormatError(source, number, _problem(exc)) from exc
     if event.node not in header.nodes and event.node not in header.environment:
         raise TraceFormatError(
             source, number, f"field node: {event.node!r} is not among the header's nodes"
         )
     return event
+
+
+def _plain_event(raw: object) -> TraceEvent | None:
+    """The event of a line in the form implementations write (exact JSON types, every field
+    valid as :class:`TraceEvent` declares it), built without pydantic's validation (which was
+    half of loading); None for anything else, which :data:`_EVENT` then validates. orjson
+    gives objects string keys, so ``args`` and ``post`` are ``dict[str, Any]`` as they are."""
+    if type(raw) is not dict:
+        return None
+    keys = raw.keys()
+    if not (keys >= _REQUIRED_KEYS and keys <= _EVENT_KEYS):
+        return None
+    name, node, seq, lamport = raw["event"], raw["node"], raw["seq"], raw["lamport"]
+    args, post = raw.get("args", {}), raw.get("post", {})
+    if not (
+        raw["kind"] == "event"
+        and type(name) is str
+        and (name in _NAMES or _named(name))
+        and type(node) is str
+        and type(seq) is int
+        and seq >= 1
+        and type(lamport) is int
+        and lamport >= 0
+        and type(args) is dict
+        and type(post) is dict
+    ):
+        return None
+    values = {"kind": "event", "event": name, "node": node, "seq": seq, "lamport": lamport}
+    return trusted(TraceEvent, values | {"args": args, "post": post})
+
+
+def _named(name: str) -> bool:
+    if _EVENT_NAME.fullmatch(name) is None:
+        return False
+    _NAMES.add(name)
+    return True
 
 
 def load_trace(path: Path) -> Trace:

@@ -7,6 +7,7 @@ import json
 import weakref
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -195,3 +196,36 @@ def test_environment_actors_log_steps_without_being_spec_nodes(tmp_path: Path) -
         load_trace(_write(tmp_path / "u.ndjson", [header(), tick]))
     with pytest.raises(TraceFormatError, match=r"field environment: \['a'\] are also spec nodes"):
         load_trace(_write(tmp_path / "v.ndjson", [header(environment=["a"]), *GOOD]))
+
+
+def test_the_fast_event_path_builds_what_pydantic_builds(tmp_path: Path) -> None:
+    """``_plain_event`` builds the event of a line in the common form without validation; it
+    must equal pydantic's, and leave everything else (None) to pydantic."""
+    from tracecheck.protocols import load_simulator  # noqa: PLC0415 - only here
+    from tracecheck.traces import _EVENT, _plain_event  # noqa: PLC0415 - the private path
+
+    raws = []
+    for protocol in ("rref", "rendezvous"):
+        load_simulator(protocol)(3, 150, tmp_path / f"{protocol}.ndjson")
+        text = (tmp_path / f"{protocol}.ndjson").read_text(encoding="utf-8")
+        raws += [orjson.loads(line) for line in text.splitlines()[1:]]
+    for raw in raws:
+        assert _plain_event(raw) == _EVENT.validate_python(raw)
+    base = dict(GOOD[0])
+    odd: list[object] = [
+        base | {"seq": True},
+        base | {"seq": 0},
+        base | {"lamport": -1},
+        base | {"seq": 1.0},
+        base | {"event": "lower"},
+        base | {"event": "Deposit\n"},
+        base | {"extra": 1},
+        base | {"args": []},
+        base | {"node": 3},
+        {k: v for k, v in base.items() if k != "node"},
+        [base],
+    ]
+    for raw in odd:
+        assert _plain_event(raw) is None, raw
+    bare = {k: v for k, v in base.items() if k not in ("args", "post")}
+    assert _plain_event(bare) == _EVENT.validate_python(bare)
