@@ -232,7 +232,7 @@ def _changes(
 
 
 #: A logged delta that changes nothing.
-_NO_CHANGE: Final = {"#add": [], "#del": []}
+_NO_CHANGE: Final[dict[str, list[Any]]] = {"#add": [], "#del": []}
 #: What a node logged last for an expression when that was no tag-free set: no delta can follow.
 _OPAQUE: Final = _Logged(b"", None, None, {})
 _MIXED: Final = (
