@@ -24,11 +24,16 @@ time per event when they were logged whole). A delta stands for the whole set
 not there, or added that already was, changes nothing (the post-state is what is checked, and it
 is well defined). Its elements must be tag-free, since they are matched by text. An expression
 logged as a delta anywhere is rendered as differences, whatever it saves.
+
+Planning walks every logged set, and for a set whose elements are all new at each event
+(``delivered``, the ``Added`` fields) the walk cost more than it could save: an expression
+logged whole is retired once it has held :data:`RETIRE_AFTER` elements and its differences did
+not pay, and from then on written literally without being diffed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, TypeVar
 
@@ -166,12 +171,17 @@ def _texts(items: list[Any], whole: bytes, seen: _Logged | None) -> list[bytes]:
 
 
 def _changes(
-    events: Sequence[Shape], sizes: dict[str, list[int]] | None = None
+    events: Sequence[Shape],
+    sizes: dict[str, list[int]] | None = None,
+    keep: Collection[str] = (),
 ) -> list[list[Delta | None]]:
     """Per event, per post value: its delta from the value the same node logged for the same
     expression last time, or None when the value is not a tag-free set or a logged delta.
     ``sizes`` adds up, per expression, the elements of the logged sets and those in deltas
-    (-1: a value is neither a tag-free set nor a delta), and counts the values logged as deltas.
+    (-1: a value is neither a tag-free set nor a delta), counts the values logged as deltas, and
+    says whether the expression was retired: with ``sizes`` (planning), an expression logged
+    whole whose differences do not pay (:data:`RETIRE_AFTER`) is no longer diffed, unless it is
+    in ``keep``; a delta logged for a retired expression raises :class:`_Restart`.
 
     A set logged as last time (the same canonical JSON text) is :data:`UNCHANGED` without a
     text per element: one orjson call over the list instead of one per element. Its elements
@@ -181,14 +191,15 @@ def _changes(
     last: dict[tuple[str, str], _Logged] = {}
     dumps, get = orjson.dumps, last.get
     counts: dict[str, list[int]] = {} if sizes is None else sizes
+    planning = sizes is not None
     out: list[list[Delta | None]] = []
     for index, (node, posts) in enumerate(events):
         row: list[Delta | None] = []
         for expr, value in posts:
             count = counts.get(expr)
             if count is None:
-                count = counts[expr] = [0, 0, 0]
-            if value == _NO_CHANGE and count[1] >= 0:
+                count = counts[expr] = [0, 0, 0, 0]
+            if value == _NO_CHANGE and count[1] >= 0 and not count[3]:
                 # a delta changing nothing (most of those an implementation logs): no text,
                 # no state; a set that could not be changed (count[1] < 0) is the error below
                 count[2] += 1
@@ -203,32 +214,72 @@ def _changes(
                     continue
                 row.append(_logged_delta(last, (expr, node), lists, index, count))
                 continue
+            if planning and not count[3] and expr not in keep and _not_paying(count):
+                count[3] = 1  # retired: its sets are written literally, not diffed any more
+            if count[3]:
+                row.append(None)
+                continue
             whole = dumps(items, option=_SORTED)
             seen = get((expr, node))
             if seen is not None and seen.whole == whole:
                 count[0] += len(items)
                 row.append(UNCHANGED)
                 continue
-            # the texts joined with commas are ``whole`` less its brackets: the tag test of
-            # the texts one by one, made once
-            if b'"#' in whole:
-                _opaque(last, (expr, node), index, count)
-                row.append(None)
-                continue
-            texts = _texts(items, whole, seen)
-            now = dict(zip(texts, items, strict=True))
-            last[(expr, node)] = _Logged(whole, items, texts, now)
-            before = _NOTHING if seen is None else seen.elements
-            gone_keys = before.keys() - now.keys()
-            new = now.keys() - before.keys()
-            removed = {t: before[t] for t in gone_keys} if gone_keys else _NOTHING
-            added = {t: now[t] for t in new} if new else _NOTHING
-            count[0] += len(items)
-            if count[1] >= 0:
-                count[1] += len(removed) + len(added)
-            row.append(Delta(removed, added))
+            row.append(_logged_whole(last, (expr, node), items, whole, index=index, count=count))
         out.append(row)
     return out
+
+
+def _logged_whole(
+    last: dict[tuple[str, str], _Logged],
+    where: tuple[str, str],
+    items: list[Any],
+    whole: bytes,
+    *,
+    index: int,
+    count: list[int],
+) -> Delta | None:
+    """The change from the set the node logged last for the expression (``where``) to the set
+    ``items`` it logs now (canonical text ``whole``), remembered for the next; None for a set
+    with tagged elements; ``count`` as in :func:`_changes`."""
+    # the texts joined with commas are ``whole`` less its brackets: the tag test of the texts
+    # one by one, made once
+    if b'"#' in whole:
+        _opaque(last, where, index, count)
+        return None
+    seen = last.get(where)
+    texts = _texts(items, whole, seen)
+    now = dict(zip(texts, items, strict=True))
+    last[where] = _Logged(whole, items, texts, now)
+    before = _NOTHING if seen is None else seen.elements
+    gone_keys = before.keys() - now.keys()
+    new = now.keys() - before.keys()
+    removed = {t: before[t] for t in gone_keys} if gone_keys else _NOTHING
+    added = {t: now[t] for t in new} if new else _NOTHING
+    count[0] += len(items)
+    if count[1] >= 0:
+        count[1] += len(removed) + len(added)
+    return Delta(removed, added)
+
+
+#: Planning retires an expression logged whole once its sets hold this many elements in all
+#: and their differences hold at least :data:`WORTH` of that (``delivered``: one new message
+#: per event; the ``Added`` fields: new elements only): it would not be rendered as
+#: differences, and diffing it was half of the planning's time on the bench's RRef batch.
+RETIRE_AFTER: Final = 256
+
+
+def _not_paying(count: list[int]) -> bool:
+    full, delta, logged, _ = count
+    return not logged and full >= RETIRE_AFTER and delta >= WORTH * full
+
+
+class _Restart(Exception):  # noqa: N818 - a signal, not an error
+    """A delta was logged for an expression planning had retired: plan again, keeping it."""
+
+    def __init__(self, expr: str) -> None:
+        super().__init__(expr)
+        self.expr = expr
 
 
 #: A logged delta that changes nothing.
@@ -261,6 +312,8 @@ def _logged_delta(
 ) -> Delta:
     """The change a logged delta makes to the set the node logged last for the expression
     (``where``), applied to it; ``count`` as in :func:`_changes`."""
+    if count[3]:
+        raise _Restart(where[0])
     seen = last.get(where)
     if count[1] < 0 or seen is _OPAQUE:
         raise DeltaError(index, where[0], _MIXED)
@@ -368,11 +421,19 @@ def encode_compact(
     """:func:`plan_deltas` and :meth:`DeltaPlan.encode` in one walk over the logged sets
     (canonical texts are the expensive part, and every logged element needs one)."""
     # expression -> [elements logged, elements in deltas (-1: a value is not a tag-free set
-    # or a delta), values logged as deltas]
-    sizes: dict[str, list[int]] = {}
-    walked = _each(traces, lambda events: _changes(events, sizes))
+    # or a delta), values logged as deltas, retired]
+    keep: set[str] = set()
+    while True:
+        sizes: dict[str, list[int]] = {}
+        try:
+            walked = _each(traces, lambda events: _changes(events, sizes, keep))  # noqa: B023
+            break
+        except _Restart as restart:  # (rare: a field logged whole for a while, then as deltas)
+            keep.add(restart.expr)
     chosen = sorted(
-        e for e, (full, delta, logged) in sizes.items() if logged or 0 <= delta < WORTH * full
+        e
+        for e, (full, delta, logged, retired) in sizes.items()
+        if logged or (not retired and 0 <= delta < WORTH * full)
     )
     plan = DeltaPlan(keys={e: i for i, e in enumerate(chosen, start=1)})
     out = [

@@ -24,7 +24,7 @@ from support.ledger import LEDGER, header
 from tracecheck import jsonvalue, tracespec
 from tracecheck.jsonvalue import JsonValueError, tla_text
 from tracecheck.mapping import NODE, ActionMap, ProtocolMap
-from tracecheck.postdelta import WORTH, DeltaPlan, encode_compact
+from tracecheck.postdelta import RETIRE_AFTER, WORTH, DeltaPlan, encode_compact
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.tlavalue import format_value
 from tracecheck.traces import Trace, TraceFormatError, load_trace, parse_trace_lines
@@ -139,6 +139,10 @@ def _ref_encode_compact(
     delta: dict[str, int] = {}
     refused: set[str] = set()
     logged: set[str] = set()
+    # retired: logged whole only, and its differences did not pay once it held RETIRE_AFTER
+    # elements (checked at each whole set, before counting it); no longer counted
+    ever_delta = {e for events in traces for _, posts in events for e, v in posts if _ref_delta(v)}
+    retired: set[str] = set()
     seen: dict[str, set[str]] = {}
     walked = []
     for number, events in enumerate(traces):
@@ -146,6 +150,17 @@ def _ref_encode_compact(
         walked.append(found)
         for i, j, value, change, now in found:
             expr = events[i][1][j][0]
+            items = value.get("#set") if isinstance(value, dict) and len(value) == 1 else None
+            whole = isinstance(items, list)
+            if (
+                whole
+                and expr not in ever_delta | refused
+                and full.get(expr, 0) >= RETIRE_AFTER
+                and delta.get(expr, 0) >= WORTH * full[expr]
+            ):
+                retired.add(expr)
+            if whole and expr in retired:
+                continue
             if change is None or now is None:
                 refused.add(expr)
                 continue
@@ -156,7 +171,9 @@ def _ref_encode_compact(
             full[expr] = full.get(expr, 0) + size
             delta[expr] = delta.get(expr, 0) + len(change.removed) + len(change.added)
     chosen = sorted(
-        e for e in full if e in logged or (e not in refused and delta[e] < WORTH * full[e])
+        e
+        for e in full
+        if e in logged or (e not in refused | retired and delta[e] < WORTH * full[e])
     )
     keys = {e: i for i, e in enumerate(chosen, start=1)}
     out: list[list[list[Any]]] = []
@@ -547,6 +564,43 @@ def test_elements_equal_in_python_but_not_in_json_render_as_the_reference(
         lambda: tracespec._data_module([trace], _ref_lines([trace], SETS, compact=True)[1])
     )
     assert fast == reference
+
+
+@pytest.mark.parametrize("then_delta", [False, True], ids=["whole-only", "then-a-delta"])
+def test_a_set_whose_differences_do_not_pay_is_retired_as_by_the_reference(
+    then_delta: bool,
+) -> None:
+    """One new element per event (like ``delivered``): planning stops diffing the expression
+    once it holds RETIRE_AFTER elements; a delta logged for it later makes planning start
+    again, keeping it (a delta is always rendered as a difference)."""
+    sets: list[object] = [{"#set": [k]} for k in range(RETIRE_AFTER + 40)]
+    if then_delta:
+        sets.append({"#add": [10_000], "#del": [RETIRE_AFTER + 39]})
+    trace = _deposits(sets)
+    shapes = [[(e.node, [("inbox'", e.post["inbox"])]) for e in trace.events]]
+    plan, posts = encode_compact(shapes)
+    assert ("inbox'" in plan.keys) is then_delta
+    if not then_delta:  # retired after RETIRE_AFTER elements: the rest not diffed
+        from tracecheck.postdelta import _changes  # noqa: PLC0415 - the planner's own walk
+
+        sizes: dict[str, list[int]] = {}
+        changes = _changes(shapes[0], sizes)
+        assert sizes["inbox'"][0] == RETIRE_AFTER  # elements counted until retirement
+        assert sizes["inbox'"][3] == 1
+        assert changes[RETIRE_AFTER - 1][0] is not None
+        assert all(row == [None] for row in changes[RETIRE_AFTER:])
+        assert posts[0][-1] == [sets[-1]]
+    for compact in (True, False):
+        fast = _outcome(
+            lambda c=compact: tracespec.render_batch([trace], SETS, compact=c).data_module
+        )
+        reference = _outcome(
+            lambda c=compact: tracespec._data_module(
+                [trace], _ref_lines([trace], SETS, compact=c)[1]
+            )
+        )
+        assert fast == reference
+        assert fast[0] == "ok"
 
 
 def test_malformed_events_are_refused_as_by_the_reference() -> None:
