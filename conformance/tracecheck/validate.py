@@ -13,9 +13,10 @@ All traces that share their spec constants are checked together, in two passes a
    reached.
 
 A large batch is cut into chunks of about :data:`CHUNK_EVENTS` events, each checked by its own
-TLC runs (the two passes above): the next chunk is rendered (Python) while TLC (Java) checks the
-previous ones, at most :data:`TLC_PROCESSES` at a time, so the two halves of the work overlap
-on the machine's cores instead of following each other.
+TLC runs (the two passes above): the next chunk is rendered (Python; with :func:`validate_files`
+its files are also read only then) while TLC (Java) checks the previous ones, at most
+:data:`TLC_PROCESSES` at a time, so the two halves of the work overlap on the machine's cores
+instead of following each other.
 
 Each rejected trace is then re-run alone by :mod:`tracecheck.explain` to say why. A TLC failure
 on the generated modules (a parse error, a crash) is a :class:`CheckerError`, never a verdict.
