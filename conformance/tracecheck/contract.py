@@ -97,6 +97,11 @@ def contract_markdown(c: Contract) -> str:
         out.append("Some constants (bounds) are computed from the traces themselves.")
     if c.event_schema:
         out.append(f"Events are validated first against `{c.event_schema}`.")
+    out.append(
+        'A set-valued `post` field is logged whole, `{"#set": [...]}`, or (trace schema 3) as '
+        'what the node\'s value gained and lost since the same node last logged it, `{"#add": '
+        '[...], "#del": [...]}`: it must then equal the TLA+ expression once rebuilt.'
+    )
     out += ["", "| event | action parameters | `args` | `post` field = TLA+ |", "|---|---|---|---|"]
     for e in c.events:
         params = ", ".join("node" if p == NODE else p for p in e.params)
