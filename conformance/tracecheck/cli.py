@@ -381,8 +381,8 @@ def _live_progress(console: Console, label: str) -> Iterator[ProgressCallback]:
 
 def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     merged = [merge_traces([load_trace(path) for path in args.traces])] if args.merge else None
-    headers = [t.header for t in merged] if merged else [peek_trace(p).header for p in args.traces]
-    protocols = {h.protocol for h in headers}
+    peeks = [] if merged else [peek_trace(p) for p in args.traces]  # read once, passed on
+    protocols = {t.header.protocol for t in merged or peeks}
     if args.mapping is None and len(protocols) != 1:
         raise TracecheckError(f"traces of several protocols {sorted(protocols)}: pass --mapping")
     mapping = load_mapping(args.mapping or protocols.pop())
@@ -392,7 +392,7 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
         traces = merged
         report = validate_traces(traces, mapping, args.spec_root, explain=explain)
     else:  # each file read as its chunk comes, while TLC checks the previous ones
-        traces, report = validate_files(args.traces, mapping, args.spec_root, explain=explain)
+        traces, report = validate_files(peeks, mapping, args.spec_root, explain=explain)
     coverage = action_coverage(report, mapping, args.spec_root)
     witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
     kept = keep_failures(

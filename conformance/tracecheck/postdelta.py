@@ -131,8 +131,7 @@ def _apply(
     dumps = orjson.dumps
     added_texts = {dumps(e, option=_SORTED): e for e in add}
     gone_texts = [dumps(e, option=_SORTED) for e in gone]
-    _tag_free(added_texts, index, key)
-    _tag_free(gone_texts, index, key)
+    _tag_free([*added_texts, *gone_texts], index, key)
     removed = {t: elements.pop(t) for t in gone_texts if t in elements and t not in added_texts}
     added = {t: e for t, e in added_texts.items() if t not in elements}
     elements.update(added)
@@ -360,12 +359,10 @@ def resolve(events: Sequence[Shape]) -> list[list[Any]]:
                 state[(key, node)] = base
                 row.append(value)
                 continue
-            known = state.get((key, node), _NOTHING)
-            if known is None:
+            elements = state.setdefault((key, node), {})  # (state owns it: updated in place)
+            if elements is None:
                 raise DeltaError(index, key, _MIXED)
-            elements = dict(known)
             _apply(elements, *lists, index, key)
-            state[(key, node)] = elements
             row.append({"#set": [elements[t] for t in sorted(elements)]})
         out.append(row)
     return out

@@ -46,7 +46,14 @@ from tracecheck.nogc import paused_gc
 from tracecheck.results import TLCResult, Verdict
 from tracecheck.schema import check_events
 from tracecheck.tlc import TLCOptions, run_tlc
-from tracecheck.traces import Trace, TraceEvent, TraceHeader, load_trace, peek_trace
+from tracecheck.traces import (
+    Trace,
+    TraceEvent,
+    TraceHeader,
+    TracePeek,
+    load_trace,
+    peek_trace,
+)
 from tracecheck.tracespec import (
     DATA_FILE,
     DONE_TAG,
@@ -410,7 +417,7 @@ def validate_traces(
 
 
 def validate_files(
-    paths: Sequence[Path],
+    paths: Sequence[Path | TracePeek],
     mapping: ProtocolMap,
     spec_root: Path,
     *,
@@ -422,9 +429,10 @@ def validate_files(
     TLC checks the first chunk while the next files are read (their headers and line counts,
     read first, are what batching needs). The loaded traces come back with the report; a
     malformed file is the same TraceFormatError as from :func:`tracecheck.traces.load_trace`.
+    A file already peeked at (:func:`tracecheck.traces.peek_trace`) may be passed as its peek.
     """
     started = time.monotonic()
-    peeks = [peek_trace(p) for p in paths]
+    peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]
     sources = [_Source(str(p.path), p.header, p.lines, path=p.path) for p in peeks]
     return _validate(sources, mapping, spec_root, started, explain, options, simulate)
 
