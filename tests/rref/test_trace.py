@@ -19,6 +19,7 @@ from protoref.rref.scenarios import SCENARIOS
 from protoref.rref.simulator import SimConfig, Simulator
 from protoref.rref.state import RRefContext, UserRRef
 from protoref.rref.trace import (
+    _ATOMS,
     ACTION_ARGS,
     DELTAS,
     EVENT_ADAPTER,
@@ -390,3 +391,18 @@ def test_direct_encoder_follows_any_change_of_a_logged_set() -> None:
             u.fork[1] for u in users_now if u.fork not in before.users
         ), step
         before = ctx
+
+
+def test_the_atom_cache_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The JSON of strings and ids is cached once per process, for every encoder: it empties
+    # itself when full, so a long run's ids never grow it past its bound, and what it writes
+    # after starting over is the same as before.
+    monkeypatch.setattr(_ATOMS, "limit", 8)
+    _ATOMS.clear()
+    before = RRefContext(me="w1")
+    for n in range(1, 40):
+        ctx = RRefContext(me="w1", held=frozenset({G("w0", n), G("w2", n + 1)}))
+        args = DropRRefArgs.of("w1", G("w0", n))
+        line = EventEncoder().line(args, "w1", n, n, ctx, None, before)
+        assert line == encode_line(make_event(args, "w1", n, n, ctx, before=before)), n
+        assert len(_ATOMS) <= 8

@@ -827,11 +827,32 @@ def _args_layout(args_cls: type[ActionArgs]) -> Layout:
     )
 
 
+#: Entries the process-wide atom cache (:data:`_ATOMS`) holds before it starts over. The bench
+#: workload (100 runs of 200 steps) writes 2,643 distinct atoms; a longer run's ids go past
+#: any bound, and the cache's memory must not grow with them.
+_ATOM_LIMIT: Final = 1 << 14
+
+
 class _Atoms(dict[Any, str]):
     """The JSON of strings, ids and tuples of those (id pairs, parked fetches), computed on
-    first use: ``atoms[value]`` is one dictionary lookup once the value was seen."""
+    first use: ``atoms[value]`` is one dictionary lookup once the value was seen.
+
+    One per process (:data:`_ATOMS`), shared by every encoder: an atom's JSON is a function of
+    its value alone, and the same worker names and ids recur in every run. Bounded: once it
+    holds ``limit`` entries it is emptied and fills again. Keys compare by equality, which is
+    sound because an atom holds only strings and ints (``True == 1`` would merge a bool with an
+    int: numbers and bools are never cached, see :func:`_plain`). Threads may share it: a
+    lookup and an insertion are single dictionary operations, and two threads computing the same
+    missing atom store the same text.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
 
     def __missing__(self, value: str | tuple[Any, ...]) -> str:
+        if len(self) >= self.limit:
+            self.clear()
         if isinstance(value, str):
             text = _json_str(value)
         elif type(value) is GloballyUniqueId:  # the common case: (worker, int)
@@ -844,17 +865,23 @@ class _Atoms(dict[Any, str]):
         return text
 
 
+_ATOMS: Final = _Atoms(_ATOM_LIMIT)
+
+
 # One node's slots: per-node set variable -> the value the encoder last wrote for it (the empty
 # set before the first). Contexts share the sets a step does not change, so most deltas of an
 # event are found unchanged by identity.
 _Slots: TypeAlias = dict[str, frozenset[Any]]
+# One encoder's UserRRef records: ForkId -> (the record, its JSON). By ForkId and identity, not
+# by value: a frozen model hashes its fields in Python, and a record is written once or twice.
+_Records: TypeAlias = dict[Gid, tuple[UserRRef, str]]
 
 
 def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
-    """Python source of ``make(A, delta, grown, message)``, which returns the function that
-    renders one action's events for one encoder: one f-string holding every field of the line,
-    a set that did not change since the node's slot written as the constant unchanged delta."""
-    lines = ["def encode(a, node, seq, lamport, d, delivered, S, b):"]
+    """Python source of ``make(A, delta, grown, grown_users, message)``, which returns the
+    function that renders one action's events: one f-string holding every field of the line, a
+    set that did not change since the node's slot written as the constant unchanged delta."""
+    lines = ["def encode(a, node, seq, lamport, d, delivered, S, b, R):"]
     if any(kind == _DELIVERED for _, _, kind in post_layout):
         lines.append("    if delivered is None:")
         message = f"{name} logs the delivered message; none was given"
@@ -876,8 +903,8 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
         elif kind in (_ADDED, _USERS_ADDED):
             attr = HISTORY[field]
             lines.append(f'    v{i} = d["{attr}"]; w{i} = b["{attr}"]')
-            users = "True" if kind == _USERS_ADDED else "False"
-            value = f"(E if v{i} is w{i} else grown(v{i}, w{i}, {users}))"
+            grow = f"grown_users(R, v{i}, w{i})" if kind == _USERS_ADDED else f"grown(v{i}, w{i})"
+            value = f"(E if v{i} is w{i} else {grow})"
         elif kind == _DELIVERED:
             value = "'{\"#set\":[' + message(delivered) + ']}'"
         elif kind == _ATOM:
@@ -899,7 +926,9 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
     lines.append(f"    return f'''{body}'''")
     inner = "".join(f"    {line}\n" for line in lines)
     constants = f"E={_EMPTY_SET!r}, U={_UNCHANGED_JSON!r}"
-    return f"def make(A, delta, grown, message, {constants}):\n{inner}    return encode\n"
+    return (
+        f"def make(A, delta, grown, grown_users, message, {constants}):\n{inner}    return encode\n"
+    )
 
 
 def _lit(text: str) -> str:
@@ -921,24 +950,97 @@ def _compile(name: str, args_layout: Layout, post_layout: Layout) -> Callable[..
     return make
 
 
-#: Args model -> the maker of the function rendering its events.
-_ENCODERS: Final = {
-    ACTION_ARGS[name]: _compile(name, _args_layout(ACTION_ARGS[name]), _post_layout(post_cls))
+def _delta(slots: _Slots, field: str, value: frozenset[Any]) -> str:
+    """A set whose object changed since this node last logged it: what it gained and lost
+    since, each side sorted (the contract's order) and written from the atoms' cache. A step
+    usually adds or removes one element (33,752 of the 37,872 set objects the bench workload's
+    steps changed; 4,068 more were equal to the last): when the size moved by one and one set
+    difference finds one element, the other side is empty and needs no second difference."""
+    last = slots[field]
+    slots[field] = value
+    size = len(value) - len(last)
+    if size == 1:
+        gained = value - last
+        if len(gained) == 1:
+            for x in gained:
+                return '{"#add":[' + _ATOMS[x] + '],"#del":[]}'
+    elif size == -1:
+        lost = last - value
+        if len(lost) == 1:
+            for x in lost:
+                return '{"#add":[],"#del":[' + _ATOMS[x] + "]}"
+    elif value == last:
+        return _UNCHANGED_JSON
+    return _changed(value - last, last - value)
+
+
+def _changed(gained: frozenset[Any], lost: frozenset[Any]) -> str:
+    """Any other change: both sides, each sorted."""
+    atom = _ATOMS.__getitem__
+    add = ",".join(map(atom, sorted(gained))) if gained else ""
+    delete = ",".join(map(atom, sorted(lost))) if lost else ""
+    return '{"#add":[' + add + '],"#del":[' + delete + "]}"
+
+
+def _grown(now: frozenset[Any], then: frozenset[Any]) -> str:
+    """What a step added to a history set, when its object changed: usually one element (then
+    nothing to sort or join)."""
+    new = now - then
+    if len(new) == 1:
+        for x in new:
+            return '{"#set":[' + _ATOMS[x] + "]}"
+    return '{"#set":[' + ",".join(map(_ATOMS.__getitem__, sorted(new))) + "]}"
+
+
+def _grown_users(
+    records: _Records, now: Mapping[Gid, UserRRef], then: Mapping[Gid, UserRRef]
+) -> str:
+    """The UserRRef records a step created (``users`` is a mapping by ForkId), when its object
+    changed, in ForkId order."""
+    new = _new(now, then)
+    if len(new) == 1:
+        for f in new:
+            return '{"#set":[' + _record(records, now[f]) + "]}"
+    return '{"#set":[' + ",".join([_record(records, now[f]) for f in sorted(new)]) + "]}"
+
+
+def _record(records: _Records, u: UserRRef) -> str:
+    known = records.get(u.fork)
+    if known is not None and known[0] is u:
+        return known[1]
+    a = _ATOMS
+    parent = "[]" if u.parent is None else a[u.parent]
+    text = (
+        f'{{"fork":{a[u.fork]},"rref":{a[u.rref]},"owner":{a[u.owner]},'
+        f'"on":{a[u.on]},"parent":{parent}}}'
+    )
+    records[u.fork] = (u, text)
+    return text
+
+
+def _message(m: MessageBase) -> str:
+    v = m.__dict__
+    a = _ATOMS
+    parent = "[]" if v["parent"] is None else a[v["parent"]]
+    return (
+        f'{{"type":{a[v["type"]]},"src":{a[v["src"]]},"dst":{a[v["dst"]]},'
+        f'"rref":{a[v["rref"]]},"owner":{a[v["owner"]]},"fork":{a[v["fork"]]},'
+        f'"parent":{parent},"dup":{v["dup"]!s}}}'
+    )
+
+
+#: Args model -> the function rendering its events. Made once per process and shared by every
+#: encoder (the per-trace state, the slots and the records, is passed in): made per encoder,
+#: each run's 22 closures with their cells and bound methods (about 240 objects) lived as long
+#: as the run, and the garbage collector traced them over and over. Tracing's share of the
+#: collector's time on the bench (gen-1 collections 0.55 -> 0.30 us per event) and the
+#: closures' creation went with them (tracing on 16.5 -> 16.1 us per event, with a list sink).
+_RENDERERS: Final[dict[type[ActionArgs], Encode]] = {
+    ACTION_ARGS[name]: _compile(name, _args_layout(ACTION_ARGS[name]), _post_layout(post_cls))(
+        _ATOMS, _delta, _grown, _grown_users, _message
+    )
     for name, (_cls, post_cls, _names) in _SHAPES.items()
 }
-
-
-class _Renderers(dict[type[ActionArgs], Encode]):
-    """Args model -> the function rendering its events for one encoder, made on first use."""
-
-    def __init__(self, encoder: EventEncoder) -> None:
-        super().__init__()
-        self._encoder = encoder
-
-    def __missing__(self, cls: type[ActionArgs]) -> Encode:
-        e = self._encoder
-        render = self[cls] = _ENCODERS[cls](e._atoms, e._delta, e._grown, e._message)
-        return render
 
 
 class EventEncoder:
@@ -947,18 +1049,15 @@ class EventEncoder:
     ``line(args, node, seq, lamport, ctx, delivered, before)`` is ``encode_line(make_event(args,
     node, seq, lamport, ctx, delivered=..., before=...))`` without building the models. Each
     action has a function generated from its event model's layout (one f-string, no loop over
-    fields). One encoder per trace: it keeps the JSON of every string, id, tuple and UserRRef
-    record it has written and, per node and per-node set variable, the last value it wrote a
-    delta to (the value the node logged last, which the next delta is relative to).
+    fields), shared by all encoders, as is the JSON of every string, id and tuple written
+    (:class:`_Atoms`). One encoder per trace: it keeps, per node and per-node set variable, the
+    last value it wrote a delta to (the value the node logged last, which the next delta is
+    relative to), and the JSON of the UserRRef records it has written.
     """
 
     def __init__(self) -> None:
-        self._atoms = _Atoms()
-        self._records: dict[Gid, tuple[UserRRef, str]] = {}
+        self._records: _Records = {}
         self._slots: dict[str, _Slots] = {}
-        # Each action's renderer, bound to this encoder's caches, made when the action is first
-        # logged (one encoder per trace, and a short run logs only some of the 22 actions).
-        self._encoders = _Renderers(self)
 
     def line(  # noqa: PLR0917 - positional: the simulator calls it for every event
         self,
@@ -977,7 +1076,7 @@ class EventEncoder:
         slots = self._slots.get(node)
         if slots is None:
             slots = self._slots[node] = dict.fromkeys(DELTAS, _NOTHING)
-        return self._encoders[type(args)](
+        return _RENDERERS[type(args)](
             args.__dict__,
             node,
             seq,
@@ -986,75 +1085,7 @@ class EventEncoder:
             delivered,
             slots,
             None if before is None else before.__dict__,
-        )
-
-    def _grown(self, now: Any, then: Any, users: bool) -> str:
-        """What a step added to a history variable (the UserRRef records by ForkId, or a set),
-        when its object changed: usually one element (then nothing to sort or join)."""
-        new = _new(now, then)
-        if len(new) == 1:
-            for x in new:
-                return '{"#set":[' + (self._record(now[x]) if users else self._atoms[x]) + "]}"
-        new = sorted(new)
-        if users:
-            record = self._record
-            texts = [record(now[f]) for f in new]
-        else:
-            texts = list(map(self._atoms.__getitem__, new))
-        return '{"#set":[' + ",".join(texts) + "]}"
-
-    def _delta(self, slots: _Slots, field: str, value: frozenset[Any]) -> str:
-        """A set whose object changed since this node last logged it: what it gained and lost
-        since, each side sorted (the contract's order) and written from the atoms' cache. A
-        step usually adds or removes one element (33,752 of the 37,872 set objects the bench
-        workload's steps changed; 4,068 more were equal to the last): when the size moved by
-        one and one set difference finds one element, the other side is empty and needs no
-        second difference."""
-        last = slots[field]
-        slots[field] = value
-        size = len(value) - len(last)
-        if size == 1:
-            gained = value - last
-            if len(gained) == 1:
-                for x in gained:
-                    return '{"#add":[' + self._atoms[x] + '],"#del":[]}'
-        elif size == -1:
-            lost = last - value
-            if len(lost) == 1:
-                for x in lost:
-                    return '{"#add":[],"#del":[' + self._atoms[x] + "]}"
-        elif value == last:
-            return _UNCHANGED_JSON
-        return self._changed(value - last, last - value)
-
-    def _changed(self, gained: frozenset[Any], lost: frozenset[Any]) -> str:
-        """Any other change: both sides, each sorted."""
-        atom = self._atoms.__getitem__
-        add = ",".join(map(atom, sorted(gained))) if gained else ""
-        delete = ",".join(map(atom, sorted(lost))) if lost else ""
-        return '{"#add":[' + add + '],"#del":[' + delete + "]}"
-
-    def _record(self, u: UserRRef) -> str:
-        known = self._records.get(u.fork)
-        if known is not None and known[0] is u:
-            return known[1]
-        a = self._atoms
-        parent = "[]" if u.parent is None else a[u.parent]
-        text = (
-            f'{{"fork":{a[u.fork]},"rref":{a[u.rref]},"owner":{a[u.owner]},'
-            f'"on":{a[u.on]},"parent":{parent}}}'
-        )
-        self._records[u.fork] = (u, text)
-        return text
-
-    def _message(self, m: MessageBase) -> str:
-        v = m.__dict__
-        a = self._atoms
-        parent = "[]" if v["parent"] is None else a[v["parent"]]
-        return (
-            f'{{"type":{a[v["type"]]},"src":{a[v["src"]]},"dst":{a[v["dst"]]},'
-            f'"rref":{a[v["rref"]]},"owner":{a[v["owner"]]},"fork":{a[v["fork"]]},'
-            f'"parent":{parent},"dup":{v["dup"]!s}}}'
+            self._records,
         )
 
 
