@@ -406,8 +406,16 @@ class LineLogger:
     :meth:`JsonlSink.close` and :meth:`JsonlSink.flush` write everything, and so do a normal
     interpreter exit and the logger's garbage collection (a :class:`weakref.finalize`, as an
     open file flushes its buffer then). One write per batch
-    instead of one per line: the text layer's per-call work was a tenth of tracing's cost. A
-    lock keeps the lines of concurrent threads whole, as PrintLogger's does.
+    instead of one per line: the text layer's per-call work was a tenth of tracing's cost.
+
+    Threads may log concurrently, and their lines stay whole, each once, in the order they
+    were logged. :meth:`msg` takes no lock: ``list.append`` is atomic in CPython (under the
+    GIL, and under the list's own lock in the free-threaded build), and a batch is taken under
+    the lock as a prefix of the list, while other threads can only append after it. Taking the
+    lock for every line cost 0.27 us of the 0.38 us a line spent in :meth:`msg` (about a
+    twentieth of the bench's tracing cost). The running size is the one unlocked
+    read-modify-write: with threads racing, an update may be lost, which only delays the next
+    write by that line.
     """
 
     def __init__(self, file: IO[str], buffer_bytes: int = BUFFER_BYTES) -> None:
@@ -415,22 +423,27 @@ class LineLogger:
         self._write = file.write
         self._lock = threading.Lock()
         self._pending: list[str] = []
+        self._append = self._pending.append
         self._size = 0
         self._limit = buffer_bytes
         self._finalizer = weakref.finalize(self, _write_rest, self._pending, file)
 
     def msg(self, message: str) -> None:
-        with self._lock:
-            self._pending.append(message)
-            self._size += len(message)
-            if self._size >= self._limit:
+        self._append(message)
+        self._size += len(message)
+        if self._size >= self._limit:
+            with self._lock:
                 self._write_pending()
 
     def _write_pending(self) -> None:
-        if self._pending:
-            self._write("\n".join(self._pending) + "\n")
-            self._pending.clear()
+        # Under the lock: the lines logged so far, a prefix of the list (others may append).
+        pending = self._pending
+        count = len(pending)
+        if count:
+            batch = pending[:count]
+            del pending[:count]
             self._size = 0
+            self._write("\n".join(batch) + "\n")
 
     def flush(self) -> None:
         with self._lock:

@@ -6,6 +6,7 @@ import gc
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -211,6 +212,33 @@ def test_jsonl_sink_buffers_and_flushes(tmp_path: Path) -> None:
     assert path.stat().st_size == total
     lines = path.read_text().splitlines()
     assert lines[2:] == [line] * 1000
+
+
+def test_jsonl_sink_keeps_concurrent_threads_lines_whole(tmp_path: Path) -> None:
+    # Threads log without a lock per line (LineLogger.msg): every line reaches the file once
+    # and whole, each thread's lines in the order it logged them, with batches (a small
+    # buffer) written while the others append.
+    path = tmp_path / "threads.ndjson"
+    sink = JsonlSink(path, buffer_bytes=512)
+    threads, per_thread = 4, 5000
+    start = threading.Barrier(threads)
+
+    def log(t: int) -> None:
+        start.wait()
+        for i in range(per_thread):
+            sink.emit_line(f'{{"t":{t},"i":{i}}}')
+
+    workers = [threading.Thread(target=log, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    sink.close()
+    seen: dict[int, list[int]] = {t: [] for t in range(threads)}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        seen[record["t"]].append(record["i"])
+    assert all(seen[t] == list(range(per_thread)) for t in range(threads))
 
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")  # the unclosed file, on purpose
