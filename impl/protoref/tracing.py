@@ -483,13 +483,9 @@ class JsonlSink:
         self.path = Path(path)
         self._file: IO[str] = self.path.open("w", encoding="utf-8", buffering=buffer_bytes)
         self._lines = LineLogger(self._file, buffer_bytes)
-        self._log = structlog.wrap_logger(
-            self._lines,
-            processors=[_render_record],
-            wrapper_class=structlog.BoundLogger,
-            context_class=dict,
-            cache_logger_on_first_use=True,
-        )
+        # The bound logger itself, not wrap_logger's lazy proxy: the proxy builds the same
+        # logger on first use, about 2 us more a sink (one sink per traced run).
+        self._log = structlog.BoundLogger(self._lines, processors=[_render_record], context={})
         self.emit_line: Callable[[str], None] = self._lines.msg
 
     def header(self, header: TraceHeader) -> None:
