@@ -203,7 +203,7 @@ class Simulator:
         }
         # Unvalidated (trusted): the simulator's own, statically typed values. Validating
         # them cost 16 of the 19 us a header took, once per traced run.
-        header: TraceHeader = trusted(
+        return trusted(
             TraceHeader,
             {
                 "kind": "header",
@@ -215,7 +215,6 @@ class Simulator:
                 "environment": (BARRIER,) if c.shutdown else (),
             },
         )
-        return header
 
     # ------------------------------------------------------------------ core plumbing
 
