@@ -46,7 +46,7 @@ from tracecheck.manifest import (
 from tracecheck.protocols import load_mapping
 from tracecheck.report import print_report
 from tracecheck.results import Progress, TLCResult, Verdict
-from tracecheck.tlavalue import format_value
+from tracecheck.tla.values import format_value
 from tracecheck.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
 from tracecheck.toolchain import toolchain
 from tracecheck.traces import load_trace, merge_traces, peek_trace

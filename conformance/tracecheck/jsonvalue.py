@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracecheck.tlavalue import Record, TLAFunction, TLAValue, format_value, is_identifier
+from tracecheck.tla.values import Record, TLAFunction, TLAValue, format_value, is_identifier
 
 __all__ = ["JsonValueError", "from_json", "tla_text"]
 

@@ -2,7 +2,7 @@
 
 These are pydantic models so a result can be printed as JSON (``tracecheck tlc --json``), stored
 next to a manifest, and compared in tests. Values in counterexamples are Python values parsed
-from TLC's value syntax by :mod:`tracecheck.tlavalue` and are kept ``Any`` here because they are
+from TLC's value syntax by :mod:`tracecheck.tla.values` and are kept ``Any`` here because they are
 immutable mappings and sets that pydantic need not validate.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from tracecheck.tlavalue import format_value
+from tracecheck.tla.values import format_value
 
 __all__ = [
     "Counterexample",

@@ -26,7 +26,7 @@ from protoref.tracing import SCHEMA_VERSION
 from tracecheck.errors import TracecheckError
 from tracecheck.mapping import NODE, ProtocolMap
 from tracecheck.results import CounterexampleState, TLCResult, Verdict
-from tracecheck.tlavalue import ModelValue, Record, TLAFunction, TLAValue
+from tracecheck.tla.values import ModelValue, Record, TLAFunction, TLAValue
 from tracecheck.tlc import TLCOptions, run_tlc
 
 __all__ = [

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from tracecheck import cfgfile
 from tracecheck.results import (
     Counterexample,
     CounterexampleState,
@@ -35,7 +34,8 @@ from tracecheck.results import (
     TLCStats,
     Verdict,
 )
-from tracecheck.tlavalue import TLAValueError, parse_state
+from tracecheck.tla import cfgfile
+from tracecheck.tla.values import TLAValueError, parse_state
 from tracecheck.toolchain import Toolchain, toolchain
 from tracecheck.tooloutput import (
     Code,

@@ -38,7 +38,7 @@ from tracecheck.postdelta import (
     element_text,
     encode_compact,
 )
-from tracecheck.tlavalue import TLAValueError, format_value, parse_value
+from tracecheck.tla.values import TLAValueError, format_value, parse_value
 from tracecheck.traces import Trace, TraceFormatError, TraceHeader
 
 __all__ = [

@@ -36,13 +36,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from tracecheck.cfgfile import KEYWORDS, strip_comments
 from tracecheck.errors import TracecheckError
 from tracecheck.javareader import reader_classes
 from tracecheck.manifest import MANIFEST_NAME, Expect, ProtocolManifest
 from tracecheck.mapping import ProtocolMap
 from tracecheck.results import TLCResult, Verdict
-from tracecheck.tlavalue import TLAValue, format_value
+from tracecheck.tla.cfgfile import KEYWORDS, strip_comments
+from tracecheck.tla.values import TLAValue, format_value
 from tracecheck.tlc import TLCOptions
 from tracecheck.traces import Trace
 from tracecheck.tracespec import (

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tracecheck.results import Counterexample
-from tracecheck.tlavalue import ModelValue
+from tracecheck.tla.values import ModelValue
 from tracecheck.tlc import TLCOptions, run_tlc
 
 HERE = Path(__file__).resolve().parent

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracecheck.cfgfile import properties, with_only_property
+from tracecheck.tla.cfgfile import properties, with_only_property
 
 CFG = """\\* header comment
 CONSTANTS Limit = 10  Name = "a b"  Nodes = {n1, n2}

@@ -26,7 +26,7 @@ from tracecheck.jsonvalue import JsonValueError, tla_text
 from tracecheck.mapping import NODE, ActionMap, ProtocolMap
 from tracecheck.postdelta import RETIRE_AFTER, WORTH, DeltaPlan, encode_compact
 from tracecheck.protocols import load_mapping, load_simulator
-from tracecheck.tlavalue import format_value
+from tracecheck.tla.values import format_value
 from tracecheck.traces import Trace, TraceFormatError, load_trace, parse_trace_lines
 
 # --- the reference: the renderer as it was before the fast path ------------------------------

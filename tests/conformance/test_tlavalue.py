@@ -1,4 +1,4 @@
-"""Tests for tracecheck.tlavalue: TLA+ values as TLC 2.15 prints them, parsed and printed back."""
+"""Tests for tracecheck.tla.values: TLA+ values as TLC 2.15 prints them, parsed and printed back."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracecheck.tlavalue import (
+from tracecheck.tla.values import (
     MAX_DEPTH,
     ModelValue,
     Record,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracecheck.results import Progress, Verdict
-from tracecheck.tlavalue import ModelValue, Record, TLAFunction
+from tracecheck.tla.values import ModelValue, Record, TLAFunction
 from tracecheck.tlc import TLCOptions, run_sany, run_tlc, tlc_command
 
 

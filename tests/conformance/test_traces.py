@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from support.ledger import GOOD, event, header
 from tracecheck.jsonvalue import JsonValueError, from_json, tla_text
-from tracecheck.tlavalue import Record, TLAFunction, format_value
+from tracecheck.tla.values import Record, TLAFunction, format_value
 from tracecheck.traces import TraceFormatError, load_trace, merge_traces, parse_trace_lines
 
 
