@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tracecheck.manifest import Manifest, ModelEntry, load_manifest, run_model
+from tracecheck.runner.manifest import Manifest, ModelEntry, load_manifest, run_model
 
 SPEC_ROOT = Path(__file__).resolve().parent.parent / "spec"
 MANIFEST: Manifest = load_manifest(SPEC_ROOT)

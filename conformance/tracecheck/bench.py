@@ -14,8 +14,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tracecheck.manifest import Manifest, ModelCheck, run_model
-from tracecheck.tlc import ProgressCallback
+from tracecheck.runner.manifest import Manifest, ModelCheck, run_model
+from tracecheck.runner.tlc import ProgressCallback
 from tracecheck.tvbench import TV_END, TV_START
 
 __all__ = [

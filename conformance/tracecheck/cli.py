@@ -36,19 +36,19 @@ from tracecheck.bench import (
 from tracecheck.campaign import run_campaign
 from tracecheck.coverage import CoverageSummary, action_coverage
 from tracecheck.errors import TracecheckError
-from tracecheck.manifest import (
+from tracecheck.protocols import load_mapping
+from tracecheck.report import print_report
+from tracecheck.runner.manifest import (
     ModelCheck,
     load_manifest,
     models_markdown,
     record_results,
     run_model,
 )
-from tracecheck.protocols import load_mapping
-from tracecheck.report import print_report
-from tracecheck.results import Progress, TLCResult, Verdict
+from tracecheck.runner.results import Progress, TLCResult, Verdict
+from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
+from tracecheck.runner.toolchain import toolchain
 from tracecheck.tla.values import format_value
-from tracecheck.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
-from tracecheck.toolchain import toolchain
 from tracecheck.traces import load_trace, merge_traces, peek_trace
 from tracecheck.validate import validate_files, validate_traces
 from tracecheck.witness import WitnessReport, check_invariants, print_witness

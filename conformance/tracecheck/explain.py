@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracecheck.jsonvalue import from_json
 from tracecheck.mapping import ActionMap, ProtocolMap
 from tracecheck.postdelta import resolve
-from tracecheck.results import TLCResult, Verdict
+from tracecheck.runner.results import TLCResult, Verdict
+from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.values import format_value
-from tracecheck.tlc import TLCOptions
 from tracecheck.traces import Trace
 from tracecheck.tracespec import printed_values, render_batch
 

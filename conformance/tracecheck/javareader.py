@@ -24,7 +24,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-from tracecheck.toolchain import Toolchain, toolchain
+from tracecheck.runner.toolchain import Toolchain, toolchain
 
 __all__ = ["CACHE_ENV", "READER_ENV", "cache_root", "reader_classes"]
 

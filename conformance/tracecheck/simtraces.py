@@ -25,9 +25,9 @@ from typing import Any
 from protoref.tracing import SCHEMA_VERSION
 from tracecheck.errors import TracecheckError
 from tracecheck.mapping import NODE, ProtocolMap
-from tracecheck.results import CounterexampleState, TLCResult, Verdict
+from tracecheck.runner.results import CounterexampleState, TLCResult, Verdict
+from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.values import ModelValue, Record, TLAFunction, TLAValue
-from tracecheck.tlc import TLCOptions, run_tlc
 
 __all__ = [
     "SIM_SETTINGS",

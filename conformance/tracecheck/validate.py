@@ -43,9 +43,9 @@ from tracecheck.errors import TracecheckError
 from tracecheck.javareader import reader_classes
 from tracecheck.mapping import ProtocolMap
 from tracecheck.nogc import paused_gc
-from tracecheck.results import TLCResult, Verdict
+from tracecheck.runner.results import TLCResult, Verdict
+from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.schema import check_events
-from tracecheck.tlc import TLCOptions, run_tlc
 from tracecheck.traces import (
     Trace,
     TraceEvent,

@@ -38,12 +38,12 @@ from rich.markup import escape
 
 from tracecheck.errors import TracecheckError
 from tracecheck.javareader import reader_classes
-from tracecheck.manifest import MANIFEST_NAME, Expect, ProtocolManifest
 from tracecheck.mapping import ProtocolMap
-from tracecheck.results import TLCResult, Verdict
+from tracecheck.runner.manifest import MANIFEST_NAME, Expect, ProtocolManifest
+from tracecheck.runner.results import TLCResult, Verdict
+from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.cfgfile import KEYWORDS, strip_comments
 from tracecheck.tla.values import TLAValue, format_value
-from tracecheck.tlc import TLCOptions
 from tracecheck.traces import Trace
 from tracecheck.tracespec import (
     TRACE_MODULE,

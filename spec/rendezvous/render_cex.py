@@ -5,7 +5,7 @@ The tables under "Must-fail models and their counterexamples" in docs/rendezvous
 ``<!-- CEX <model> -->`` and ``<!-- /CEX -->``. Each is this script's rendering of the model's
 real counterexample: TLC is run as ``tracecheck check`` runs it (the model's row in
 ``models.json``: module, cfg, deadlock checking, one worker, so breadth-first and the shortest
-counterexample), and the states come parsed from :mod:`tracecheck.tlc`.
+counterexample), and the states come parsed from :mod:`tracecheck.runner.tlc`.
 
 Usage (from the repository root, in the project's venv)::
 
@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracecheck.results import Counterexample
+from tracecheck.runner.results import Counterexample
+from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.values import ModelValue
-from tracecheck.tlc import TLCOptions, run_tlc
 
 HERE = Path(__file__).resolve().parent
 DOCS = HERE.parent.parent / "docs" / "rendezvous.md"

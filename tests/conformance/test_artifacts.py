@@ -13,7 +13,7 @@ from tracecheck import campaign
 from tracecheck.artifacts import ARTIFACTS_ENV, failure_note
 from tracecheck.cli import main
 from tracecheck.protocols import load_simulator
-from tracecheck.tlc import TLCOptions, run_tlc
+from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.traces import load_trace
 from tracecheck.validate import furthest_cursors, validate_traces
 

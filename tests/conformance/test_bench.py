@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from tracecheck.bench import END, START, bench_table, run_bench, write_block
-from tracecheck.manifest import load_manifest
+from tracecheck.runner.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

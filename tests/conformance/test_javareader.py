@@ -11,9 +11,9 @@ import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, trace
 from tracecheck.javareader import CACHE_ENV, READER_ENV, reader_classes
-from tracecheck.results import Verdict
+from tracecheck.runner.results import Verdict
+from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.values import ModelValue, Record, TLAFunction, format_value
-from tracecheck.tlc import TLCOptions, run_tlc
 from tracecheck.tracespec import DATA_FILE, render_batch
 from tracecheck.validate import run_rendered, spec_library, validate_traces
 

@@ -11,7 +11,7 @@ import pytest
 
 from tracecheck.cli import main
 from tracecheck.errors import ManifestError
-from tracecheck.manifest import load_manifest, models_markdown, record_results, run_model
+from tracecheck.runner.manifest import load_manifest, models_markdown, record_results, run_model
 
 
 def _model(

@@ -70,7 +70,7 @@ def test_to_json_writes_workers_as_strings_and_sets_sorted() -> None:
 
 
 def test_a_behaviour_without_the_ghost_is_refused() -> None:
-    from tracecheck.results import CounterexampleState  # noqa: PLC0415
+    from tracecheck.runner.results import CounterexampleState  # noqa: PLC0415
 
     plain = [CounterexampleState(index=i, action=None, header="", values={"x": i}) for i in (1, 2)]
     with pytest.raises(SimTraceError, match="no simLast ghost"):

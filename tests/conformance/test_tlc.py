@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracecheck.results import Progress, Verdict
+from tracecheck.runner.results import Progress, Verdict
+from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc, tlc_command
 from tracecheck.tla.values import ModelValue, Record, TLAFunction
-from tracecheck.tlc import TLCOptions, run_sany, run_tlc, tlc_command
 
 
 def test_pass_reports_figures_and_revision(specs: Path) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tracecheck import toolchain as tc
 from tracecheck.cli import main
 from tracecheck.errors import JavaNotFoundError, TLCJarNotFoundError
+from tracecheck.runner import toolchain as tc
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracecheck.tooloutput import (
+from tracecheck.runner.tooloutput import (
     Message,
     ToolOutputReader,
     parse_depth,

@@ -15,8 +15,8 @@ from support.rref_runtime import SPEC_ROOT
 from tracecheck.javareader import READER_ENV, reader_classes
 from tracecheck.protocols import load_simulator
 from tracecheck.protocols.rref import RREF
-from tracecheck.results import Verdict
-from tracecheck.tlc import TLCOptions, run_tlc, tlc_command
+from tracecheck.runner.results import Verdict
+from tracecheck.runner.tlc import TLCOptions, run_tlc, tlc_command
 from tracecheck.traces import load_trace, parse_trace_lines
 from tracecheck.tracespec import _OPS_MODULE, OPS_MODULE
 from tracecheck.validate import validate_traces

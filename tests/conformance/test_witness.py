@@ -13,7 +13,7 @@ from support.ledger_audit import LEDGER_AUDIT, LEDGER_AUDIT_HIDDEN
 from tracecheck.cli import main
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
-from tracecheck.results import Verdict
+from tracecheck.runner.results import Verdict
 from tracecheck.tracespec import render_batch
 from tracecheck.validate import CheckerError, run_rendered, spec_library, validate_traces
 from tracecheck.witness import check_invariants, protocol_invariants

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from tracecheck.results import (
+from tracecheck.runner.results import (
     Counterexample,
     CounterexampleState,
     Progress,
@@ -34,10 +34,8 @@ from tracecheck.results import (
     TLCStats,
     Verdict,
 )
-from tracecheck.tla import cfgfile
-from tracecheck.tla.values import TLAValueError, parse_state
-from tracecheck.toolchain import Toolchain, toolchain
-from tracecheck.tooloutput import (
+from tracecheck.runner.toolchain import Toolchain, toolchain
+from tracecheck.runner.tooloutput import (
     Code,
     Message,
     MessageClass,
@@ -46,6 +44,8 @@ from tracecheck.tooloutput import (
     parse_progress,
     parse_stats,
 )
+from tracecheck.tla import cfgfile
+from tracecheck.tla.values import TLAValueError, parse_state
 
 __all__ = ["TLCOptions", "run_sany", "run_tlc", "tlc_command"]
 

@@ -18,8 +18,8 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tracecheck.errors import ManifestError
-from tracecheck.results import TLCResult, Verdict
-from tracecheck.tlc import ProgressCallback, TLCOptions, run_tlc
+from tracecheck.runner.results import TLCResult, Verdict
+from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_tlc
 
 __all__ = [
     "MANIFEST_NAME",

@@ -5,7 +5,7 @@ code @!@!@``. Frames can open in the middle of a line and nest (an exception mes
 message that explains it), and SANY's parse errors and ``PrintT`` output arrive as plain text
 outside any frame. This module turns that stream into :class:`Message` objects and plain lines,
 and holds the regular expressions that read figures out of message bodies. It knows nothing of
-processes; :mod:`tracecheck.tlc` feeds it.
+processes; :mod:`tracecheck.runner.tlc` feeds it.
 """
 
 from __future__ import annotations
