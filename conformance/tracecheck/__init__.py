@@ -23,7 +23,7 @@ from tracecheck.mapping import ActionMap, ProtocolMap, spec_actions
 from tracecheck.runner.manifest import Manifest, ModelCheck, load_manifest, run_model
 from tracecheck.runner.results import Counterexample, TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc
-from tracecheck.traces import Trace, TraceFormatError, load_trace, merge_traces
+from tracecheck.traces.load import Trace, TraceFormatError, load_trace, merge_traces
 from tracecheck.validate import CheckerError, TraceVerdict, ValidationReport, validate_traces
 from tracecheck.witness import WitnessReport, check_invariants
 

@@ -32,7 +32,7 @@ from tracecheck.coverage import CoverageSummary
 from tracecheck.mapping import ProtocolMap
 from tracecheck.protocols import load_mapping
 from tracecheck.report import print_report
-from tracecheck.traces import Trace, load_trace
+from tracecheck.traces.load import Trace, load_trace
 from tracecheck.tracespec import TRACE_MODULE, render_batch
 from tracecheck.validate import ValidationReport
 from tracecheck.witness import (

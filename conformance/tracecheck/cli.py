@@ -49,7 +49,7 @@ from tracecheck.runner.results import Progress, TLCResult, Verdict
 from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
 from tracecheck.runner.toolchain import toolchain
 from tracecheck.tla.values import format_value
-from tracecheck.traces import load_trace, merge_traces, peek_trace
+from tracecheck.traces.load import load_trace, merge_traces, peek_trace
 from tracecheck.validate import validate_files, validate_traces
 from tracecheck.witness import WitnessReport, check_invariants, print_witness
 

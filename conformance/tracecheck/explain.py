@@ -22,13 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tracecheck.jsonvalue import from_json
 from tracecheck.mapping import ActionMap, ProtocolMap
-from tracecheck.postdelta import resolve
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.values import format_value
-from tracecheck.traces import Trace
+from tracecheck.traces.jsonvalue import from_json
+from tracecheck.traces.load import Trace
+from tracecheck.traces.postdelta import resolve
 from tracecheck.tracespec import printed_values, render_batch
 
 __all__ = ["Explanation", "FrontierState", "PostCheck", "explain_rejection", "split_action"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tracecheck.traces import Trace
+from tracecheck.traces.load import Trace
 
 __all__ = ["NODE", "ActionMap", "ProtocolMap", "spec_actions", "spec_writers"]
 

@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tracecheck.jsonvalue import JsonValueError, tla_text
 from tracecheck.mapping import NODE, ActionMap, ProtocolMap
-from tracecheck.postdelta import (
+from tracecheck.tla.values import TLAValueError, format_value, parse_value
+from tracecheck.traces.jsonvalue import JsonValueError, tla_text
+from tracecheck.traces.load import Trace, TraceFormatError, TraceHeader
+from tracecheck.traces.postdelta import (
     UNCHANGED,
     Delta,
     DeltaError,
@@ -38,8 +40,6 @@ from tracecheck.postdelta import (
     element_text,
     encode_compact,
 )
-from tracecheck.tla.values import TLAValueError, format_value, parse_value
-from tracecheck.traces import Trace, TraceFormatError, TraceHeader
 
 __all__ = [
     "DATA_FILE",
@@ -362,7 +362,7 @@ def _wrapper(mapping: ProtocolMap, index: int, plan: DeltaPlan, frozen: str, nod
             full.append(f"     /\\ {spec_value} = tvE[4][{i}]")
             continue
         # The logged set is the node's previous one for this expression minus the removed
-        # elements plus the added ones (tracecheck.postdelta); tvLog keeps it for the next.
+        # elements plus the added ones (tracecheck.traces.postdelta); tvLog keeps it for the next.
         slot = _log_slot(key, nodes)
         rebuilt.append(f"tvV{i} == TVPatch(tvLog[{slot}], tvE[4][{i}][1], tvE[4][{i}][2])")
         delta.append(f"        /\\ {spec_value} = tvV{i}")
@@ -518,10 +518,11 @@ def render_batch(
 ) -> RenderedBatch:
     """Render traces that share their constants into one data module, trace spec and cfg.
 
-    ``compact`` logs set-valued post fields as differences (:mod:`tracecheck.postdelta`), which
-    keeps the data module linear in the trace's length; the explain pass reads the literal
-    values, so it renders without. ``variables`` (the spec's, in the order of its ``vars``)
-    adds the simulation pass's module and cfg. ``reader`` (from
+    ``compact`` logs set-valued post fields as differences
+    (:mod:`tracecheck.traces.postdelta`), which keeps the data module linear in the trace's
+    length; the explain pass reads the literal values, so it renders without. ``variables``
+    (the spec's, in the order of its ``vars``) adds the simulation pass's module and cfg.
+    ``reader`` (from
     :func:`tracecheck.javareader.reader_classes`) writes the events to a file that TLC reads
     through the Java override instead of parsing a TLA+ constant module.
     """

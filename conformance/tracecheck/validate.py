@@ -45,8 +45,7 @@ from tracecheck.mapping import ProtocolMap
 from tracecheck.nogc import paused_gc
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
-from tracecheck.schema import check_events
-from tracecheck.traces import (
+from tracecheck.traces.load import (
     Trace,
     TraceEvent,
     TraceHeader,
@@ -54,6 +53,7 @@ from tracecheck.traces import (
     load_trace,
     peek_trace,
 )
+from tracecheck.traces.schema import check_events
 from tracecheck.tracespec import (
     DATA_FILE,
     DONE_TAG,
@@ -227,7 +227,7 @@ def _check_schemas(traces: Sequence[Trace], mapping: ProtocolMap) -> None:
 
 def check_schema(trace: Trace, mapping: ProtocolMap) -> None:
     """Validate every event against the implementation's own event schema, if it has one
-    (each logged set's elements once per trace: :mod:`tracecheck.schema`)."""
+    (each logged set's elements once per trace: :mod:`tracecheck.traces.schema`)."""
     if mapping.event_schema is None:
         return
     check_events(trace, _schema(mapping.event_schema))
@@ -428,8 +428,8 @@ def validate_files(
     """:func:`validate_traces` on trace files, each loaded just before its chunk is rendered:
     TLC checks the first chunk while the next files are read (their headers and line counts,
     read first, are what batching needs). The loaded traces come back with the report; a
-    malformed file is the same TraceFormatError as from :func:`tracecheck.traces.load_trace`.
-    A file already peeked at (:func:`tracecheck.traces.peek_trace`) may be passed as its peek.
+    malformed file is the same TraceFormatError as from :func:`tracecheck.traces.load.load_trace`.
+    A file already peeked at (:func:`tracecheck.traces.load.peek_trace`) may be passed as its peek.
     """
     started = time.monotonic()
     peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]

@@ -44,7 +44,7 @@ from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.cfgfile import KEYWORDS, strip_comments
 from tracecheck.tla.values import TLAValue, format_value
-from tracecheck.traces import Trace
+from tracecheck.traces.load import Trace
 from tracecheck.tracespec import (
     TRACE_MODULE,
     RenderedBatch,

@@ -14,7 +14,7 @@ from tracecheck.artifacts import ARTIFACTS_ENV, failure_note
 from tracecheck.cli import main
 from tracecheck.protocols import load_simulator
 from tracecheck.runner.tlc import TLCOptions, run_tlc
-from tracecheck.traces import load_trace
+from tracecheck.traces.load import load_trace
 from tracecheck.validate import furthest_cursors, validate_traces
 
 LEDGER_ARGS = ["--mapping", "support.ledger:LEDGER", "--spec-root", str(SPEC_ROOT)]

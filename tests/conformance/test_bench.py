@@ -115,7 +115,7 @@ def test_trace_validation_block_measures_long_batch_and_singles_side_by_side(
     assert "batch >= 10x faster than one run per trace" in block
     # a prefix file is the header and the first events, a trace that loads as such
     from support.ledger import GOOD, header  # noqa: PLC0415
-    from tracecheck.traces import load_trace  # noqa: PLC0415
+    from tracecheck.traces.load import load_trace  # noqa: PLC0415
 
     whole = tmp_path / "whole.ndjson"
     whole.write_text("".join(json.dumps(x) + "\n" for x in [header(), *GOOD]), "utf-8")

@@ -1,8 +1,9 @@
 """The fast trace renderer against the simple one it replaced, kept here as the test oracle.
 
-:mod:`tracecheck.tracespec`, :mod:`tracecheck.postdelta` and :mod:`tracecheck.jsonvalue` render
-each event with shortcuts (a set logged as last time is not re-encoded, an element's canonical
-text is taken from the node's previous set, the JSON-to-TLA+ text skips building error paths).
+:mod:`tracecheck.tracespec`, :mod:`tracecheck.traces.postdelta` and
+:mod:`tracecheck.traces.jsonvalue` render each event with shortcuts (a set logged as last time
+is not re-encoded, an element's canonical text is taken from the node's previous set, the
+JSON-to-TLA+ text skips building error paths).
 The generated artefacts must stay byte for byte what the simple implementation wrote, so the
 tests below render simulated campaign traces and hypothesis-generated ones both ways.
 """
@@ -21,13 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.ledger import LEDGER, header
-from tracecheck import jsonvalue, tracespec
-from tracecheck.jsonvalue import JsonValueError, tla_text
+from tracecheck import tracespec
 from tracecheck.mapping import NODE, ActionMap, ProtocolMap
-from tracecheck.postdelta import RETIRE_AFTER, WORTH, DeltaPlan, encode_compact
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.tla.values import format_value
-from tracecheck.traces import Trace, TraceFormatError, load_trace, parse_trace_lines
+from tracecheck.traces import jsonvalue
+from tracecheck.traces.jsonvalue import JsonValueError, tla_text
+from tracecheck.traces.load import Trace, TraceFormatError, load_trace, parse_trace_lines
+from tracecheck.traces.postdelta import RETIRE_AFTER, WORTH, DeltaPlan, encode_compact
 
 # --- the reference: the renderer as it was before the fast path ------------------------------
 
@@ -362,7 +364,7 @@ def test_campaign_rref_traces_use_the_shortcuts(campaign: dict[str, list[Trace]]
         for t in campaign["rref"]
     ]
     plan, posts = encode_compact(shapes)
-    from tracecheck.postdelta import UNCHANGED  # noqa: PLC0415
+    from tracecheck.traces.postdelta import UNCHANGED  # noqa: PLC0415
 
     assert plan.keys
     assert any(v is UNCHANGED for rows in posts for row in rows for v in row)
@@ -581,7 +583,7 @@ def test_a_set_whose_differences_do_not_pay_is_retired_as_by_the_reference(
     plan, posts = encode_compact(shapes)
     assert ("inbox'" in plan.keys) is then_delta
     if not then_delta:  # retired after RETIRE_AFTER elements: the rest not diffed
-        from tracecheck.postdelta import _changes  # noqa: PLC0415 - the planner's own walk
+        from tracecheck.traces.postdelta import _changes  # noqa: PLC0415 - the planner's own walk
 
         sizes: dict[str, list[int]] = {}
         changes = _changes(shapes[0], sizes)

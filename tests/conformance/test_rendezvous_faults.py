@@ -22,7 +22,7 @@ from protoref.rendezvous.faults import CONFIG, FAULTS, Fault, run_with_fault
 from tracecheck.artifacts import failure_note
 from tracecheck.explain import Explanation
 from tracecheck.protocols.rendezvous import RENDEZVOUS
-from tracecheck.traces import load_trace
+from tracecheck.traces.load import load_trace
 from tracecheck.validate import ValidationReport, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent

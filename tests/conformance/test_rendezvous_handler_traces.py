@@ -30,7 +30,7 @@ from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousSt
 from protoref.rendezvous.store import FileStore, InMemoryStore
 from tracecheck.artifacts import failure_note
 from tracecheck.protocols.rendezvous import RENDEZVOUS
-from tracecheck.traces import load_trace
+from tracecheck.traces.load import load_trace
 from tracecheck.validate import ValidationReport, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -10,7 +10,7 @@ from tracecheck.campaign import run_campaign
 from tracecheck.mapping import spec_actions
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.rendezvous import RENDEZVOUS, simulate
-from tracecheck.traces import load_trace
+from tracecheck.traces.load import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC = (ROOT / "spec" / "rendezvous" / "DynamicRendezvous.tla").read_text(encoding="utf-8")

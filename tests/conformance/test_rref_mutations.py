@@ -39,10 +39,10 @@ from protoref.rref.state import RRefContext
 from protoref.rref.trace import EVENT_ADAPTER, make_event
 from protoref.tracing import encode_line
 from tracecheck.explain import Explanation
-from tracecheck.jsonvalue import from_json
-from tracecheck.postdelta import resolve
 from tracecheck.protocols.rref import RREF
-from tracecheck.traces import Trace, TraceFormatError, load_trace, parse_trace_lines
+from tracecheck.traces.jsonvalue import from_json
+from tracecheck.traces.load import Trace, TraceFormatError, load_trace, parse_trace_lines
+from tracecheck.traces.postdelta import resolve
 from tracecheck.validate import TraceVerdict, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -230,7 +230,7 @@ def _performs(
 ) -> bool:
     """The core's step from ``before``, logged, is exactly ``event``: its arguments, and its
     post-state as the checker rebuilds it (``whole_post``: the node's logged deltas applied
-    in file order, :func:`tracecheck.postdelta.resolve`)."""
+    in file order, :func:`tracecheck.traces.postdelta.resolve`)."""
     made = _logged(result, node, before, delivered)
     return (
         _as_logged(made["args"]) == _as_logged(event["args"])

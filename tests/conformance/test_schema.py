@@ -1,4 +1,4 @@
-"""The implementation-schema check (tracecheck.schema): cheaper, and exactly as strict.
+"""The implementation-schema check (tracecheck.traces.schema): cheaper, and exactly as strict.
 
 Each logged set is validated only in the elements no earlier event of the trace validated, so
 these tests put malformed values where that could hide them: in a set the node logged before
@@ -28,10 +28,10 @@ from pydantic import (
 from protoref.rref.trace import EVENT_MODELS
 from protoref.tracing import DELTA_OR_WHOLE, FrozenModel, TraceEventBase, tla_set_in
 from tracecheck.mapping import ProtocolMap
-from tracecheck.postdelta import resolve
 from tracecheck.protocols import load_mapping, load_simulator
-from tracecheck.schema import _cut, _plan, check_events
-from tracecheck.traces import Trace, TraceFormatError, parse_trace_lines
+from tracecheck.traces.load import Trace, TraceFormatError, parse_trace_lines
+from tracecheck.traces.postdelta import resolve
+from tracecheck.traces.schema import _cut, _plan, check_events
 from tracecheck.validate import check_schema
 
 RREF = load_mapping("rref")

@@ -17,7 +17,7 @@ from tracecheck.protocols import load_simulator
 from tracecheck.protocols.rref import RREF
 from tracecheck.runner.results import Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc, tlc_command
-from tracecheck.traces import load_trace, parse_trace_lines
+from tracecheck.traces.load import load_trace, parse_trace_lines
 from tracecheck.tracespec import _OPS_MODULE, OPS_MODULE
 from tracecheck.validate import validate_traces
 

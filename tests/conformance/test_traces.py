@@ -13,9 +13,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from support.ledger import GOOD, event, header
-from tracecheck.jsonvalue import JsonValueError, from_json, tla_text
 from tracecheck.tla.values import Record, TLAFunction, format_value
-from tracecheck.traces import TraceFormatError, load_trace, merge_traces, parse_trace_lines
+from tracecheck.traces.jsonvalue import JsonValueError, from_json, tla_text
+from tracecheck.traces.load import TraceFormatError, load_trace, merge_traces, parse_trace_lines
 
 
 def _write(path: Path, lines: list[object], *, newline: bool = True) -> Path:
@@ -202,7 +202,7 @@ def test_the_fast_event_path_builds_what_pydantic_builds(tmp_path: Path) -> None
     """``_plain_event`` builds the event of a line in the common form without validation; it
     must equal pydantic's, and leave everything else (None) to pydantic."""
     from tracecheck.protocols import load_simulator  # noqa: PLC0415 - only here
-    from tracecheck.traces import _EVENT, _plain_event  # noqa: PLC0415 - the private path
+    from tracecheck.traces.load import _EVENT, _plain_event  # noqa: PLC0415 - the private path
 
     raws = []
     for protocol in ("rref", "rendezvous"):

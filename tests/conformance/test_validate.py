@@ -11,7 +11,7 @@ import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header, trace
 from tracecheck import validate
-from tracecheck.traces import TraceFormatError, load_trace, peek_trace
+from tracecheck.traces.load import TraceFormatError, load_trace, peek_trace
 from tracecheck.validate import chunk_shares, chunks, validate_files, validate_traces
 
 
@@ -144,7 +144,7 @@ def test_unknown_event_and_missing_args_are_format_errors() -> None:
         validate_traces([trace([event("Deposit", "a", 1, 1, a=1.5)])], LEDGER, SPEC_ROOT)
 
 
-# --- compact rendering: logged sets as differences (tracecheck.postdelta) --------------------
+# --- compact rendering: logged sets as differences (tracecheck.traces.postdelta) ----------------
 
 #: Ledger with the whole inbox logged after every transfer and receive: a set that grows and
 #: shrinks, and that other nodes' steps change between two of a node's events.
@@ -296,7 +296,7 @@ def test_a_delta_that_cannot_be_applied_is_a_format_error(value: object, problem
 
 
 def test_plan_deltas_refuses_non_sets_and_tagged_elements() -> None:
-    from tracecheck.postdelta import plan_deltas  # noqa: PLC0415
+    from tracecheck.traces.postdelta import plan_deltas  # noqa: PLC0415
 
     grow = [("n", [("s", {"#set": list(range(k))})]) for k in range(1, 6)]
     assert plan_deltas([grow]).keys == {"s": 1}

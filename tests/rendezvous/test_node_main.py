@@ -19,7 +19,7 @@ from protoref.rendezvous.state import NodeDesc, RendezvousSettings
 from protoref.rendezvous.store import FileStore
 from tracecheck.artifacts import failure_note
 from tracecheck.protocols.rendezvous import RENDEZVOUS
-from tracecheck.traces import load_trace
+from tracecheck.traces.load import load_trace
 from tracecheck.validate import validate_traces
 
 SPEC_ROOT = Path(__file__).resolve().parent.parent.parent / "spec"

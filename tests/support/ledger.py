@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tracecheck.mapping import ActionMap, ProtocolMap
-from tracecheck.traces import Trace, parse_trace_lines
+from tracecheck.traces.load import Trace, parse_trace_lines
 
 SPEC_ROOT = Path(__file__).resolve().parent.parent / "specs" / "tv"
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tracecheck.mapping import ActionMap, ProtocolMap
-from tracecheck.traces import Trace
+from tracecheck.traces.load import Trace
 
 __all__ = ["RENDEZVOUS", "simulate"]
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tracecheck.mapping import ActionMap, ProtocolMap
-from tracecheck.traces import Trace
+from tracecheck.traces.load import Trace
 
 __all__ = ["RREF"]
 

@@ -48,7 +48,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import CoreSchema
 
 from protoref.tracing import DELTA_OR_WHOLE, tla_set_in
-from tracecheck.traces import Trace, TraceFormatError
+from tracecheck.traces.load import Trace, TraceFormatError
 
 __all__ = ["check_events"]
 

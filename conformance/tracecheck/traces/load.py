@@ -4,9 +4,9 @@ The trace contract (docs/conformance.md): line 1 is a header naming the schema v
 protocol, the nodes, the settings and the seed; every other line is an event whose ``event`` is
 the TLA+ action name, with the acting ``node``, a per-node ``seq``, a ``lamport`` clock, the
 action's ``args`` and the acting node's ``post``-state (since version 3 a set in it may be
-logged as a delta from the node's last logged value: :mod:`tracecheck.postdelta`). Values use
+logged as a delta from the node's last logged value: :mod:`tracecheck.traces.postdelta`). Values use
 the ITF conventions for what JSON lacks (``{"#set": [...]}``, ``{"#map": [[k, v], ...]}``);
-:mod:`tracecheck.jsonvalue` turns them into TLA+ values.
+:mod:`tracecheck.traces.jsonvalue` turns them into TLA+ values.
 
 Everything malformed is a :class:`TraceFormatError` naming the file, the line and the field; a
 trace is never half-loaded. Per-process logs merge into one causal order by Lamport clock.
