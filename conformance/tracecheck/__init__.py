@@ -19,7 +19,7 @@ from tracecheck.errors import (
     TracecheckError,
 )
 from tracecheck.explain import Explanation
-from tracecheck.mapping import ActionMap, ProtocolMap, spec_actions
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap, spec_actions
 from tracecheck.runner.manifest import Manifest, ModelCheck, load_manifest, run_model
 from tracecheck.runner.results import Counterexample, TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc

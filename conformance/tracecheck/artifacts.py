@@ -29,8 +29,8 @@ from rich.console import Console
 
 from tracecheck.campaign import CampaignResult
 from tracecheck.coverage import CoverageSummary
-from tracecheck.mapping import ProtocolMap
 from tracecheck.protocols import load_mapping
+from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.report import print_report
 from tracecheck.traces.load import Trace, load_trace
 from tracecheck.tracespec import TRACE_MODULE, render_batch

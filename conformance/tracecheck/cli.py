@@ -237,7 +237,7 @@ def _add_contract(sub: Any) -> None:
 
 
 def _cmd_contract(args: argparse.Namespace, console: Console) -> int:
-    from tracecheck.contract import contract_markdown, contract_of  # noqa: PLC0415 - only here
+    from tracecheck.protocols.contract import contract_markdown, contract_of  # noqa: PLC0415 - only here
 
     found = contract_of(load_mapping(args.protocol))
     print(found.model_dump_json(indent=2) if args.json else contract_markdown(found), end="")

@@ -2,8 +2,8 @@
 
 A campaign is only as good as the actions it reaches. The validation report counts events per
 mapped action over the accepted traces; this module puts that next to the spec's full list of
-actions (read from the spec's source by :func:`tracecheck.mapping.spec_actions`), so a gap is
-either explained (an action the implementation never logs, listed as hidden in the mapping with
+actions (read from the spec's source by :func:`tracecheck.protocols.mapping.spec_actions`), so a gap
+is either explained (an action the implementation never logs, listed as hidden in the mapping with
 its reason; or one the campaign's configuration cannot produce, listed in :data:`NOT_PRODUCED`)
 or shown as an unexplained gap that a test can fail on.
 """
@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tracecheck.errors import TracecheckError
-from tracecheck.mapping import ProtocolMap, spec_actions
+from tracecheck.protocols.mapping import ProtocolMap, spec_actions
 from tracecheck.validate import ValidationReport
 
 __all__ = [

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.values import format_value

@@ -24,7 +24,7 @@ from typing import Any
 
 from protoref.tracing import SCHEMA_VERSION
 from tracecheck.errors import TracecheckError
-from tracecheck.mapping import NODE, ProtocolMap
+from tracecheck.protocols.mapping import NODE, ProtocolMap
 from tracecheck.runner.results import CounterexampleState, TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.values import ModelValue, Record, TLAFunction, TLAValue

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tracecheck.mapping import NODE, ActionMap, ProtocolMap
+from tracecheck.protocols.mapping import NODE, ActionMap, ProtocolMap
 from tracecheck.tla.values import TLAValueError, format_value, parse_value
 from tracecheck.traces.jsonvalue import JsonValueError, tla_text
 from tracecheck.traces.load import Trace, TraceFormatError, TraceHeader

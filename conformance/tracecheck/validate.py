@@ -41,8 +41,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tracecheck.errors import TracecheckError
 from tracecheck.javareader import reader_classes
-from tracecheck.mapping import ProtocolMap
 from tracecheck.nogc import paused_gc
+from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.traces.load import (

@@ -38,7 +38,7 @@ from rich.markup import escape
 
 from tracecheck.errors import TracecheckError
 from tracecheck.javareader import reader_classes
-from tracecheck.mapping import ProtocolMap
+from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.runner.manifest import MANIFEST_NAME, Expect, ProtocolManifest
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tracecheck.cli import main
-from tracecheck.contract import contract_markdown, contract_of
-from tracecheck.mapping import ActionMap, ProtocolMap
 from tracecheck.protocols import load_mapping
+from tracecheck.protocols.contract import contract_markdown, contract_of
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 
 GOLDEN = Path(__file__).parents[1] / "rref" / "golden"
 

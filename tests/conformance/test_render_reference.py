@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from support.ledger import LEDGER, header
 from tracecheck import tracespec
-from tracecheck.mapping import NODE, ActionMap, ProtocolMap
 from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.protocols.mapping import NODE, ActionMap, ProtocolMap
 from tracecheck.tla.values import format_value
 from tracecheck.traces import jsonvalue
 from tracecheck.traces.jsonvalue import JsonValueError, tla_text

@@ -7,8 +7,8 @@ from pathlib import Path
 from protoref.rendezvous.trace import EVENT_MODELS, POST_FIELDS
 from tracecheck.artifacts import campaign_failure_note
 from tracecheck.campaign import run_campaign
-from tracecheck.mapping import spec_actions
 from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.protocols.mapping import spec_actions
 from tracecheck.protocols.rendezvous import RENDEZVOUS, simulate
 from tracecheck.traces.load import load_trace
 

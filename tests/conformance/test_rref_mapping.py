@@ -7,8 +7,8 @@ from pathlib import Path
 from protoref.rref.trace import ACTION_ARGS, EVENT_MODELS
 from tracecheck.artifacts import campaign_failure_note
 from tracecheck.campaign import run_campaign
-from tracecheck.mapping import spec_actions, spec_writers
 from tracecheck.protocols import load_mapping
+from tracecheck.protocols.mapping import spec_actions, spec_writers
 from tracecheck.protocols.rref import RREF
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -27,8 +27,8 @@ from pydantic import (
 
 from protoref.rref.trace import EVENT_MODELS
 from protoref.tracing import DELTA_OR_WHOLE, FrozenModel, TraceEventBase, tla_set_in
-from tracecheck.mapping import ProtocolMap
 from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.traces.load import Trace, TraceFormatError, parse_trace_lines
 from tracecheck.traces.postdelta import resolve
 from tracecheck.traces.schema import _cut, _plan, check_events

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from protoref.rendezvous.simulator import SimConfig, Simulator, main
 from protoref.rendezvous.trace import EVENT_ADAPTER, EVENT_MODELS, POST_FIELDS
 from protoref.tracing import JsonlSink, MemorySink, TraceHeader, read_trace_file
-from tracecheck.mapping import spec_actions
+from tracecheck.protocols.mapping import spec_actions
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "rendezvous" / "DynamicRendezvous.tla"
 

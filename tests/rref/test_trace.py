@@ -42,7 +42,7 @@ from protoref.tracing import (
     read_trace_file,
     sort_key,
 )
-from tracecheck.mapping import spec_actions
+from tracecheck.protocols.mapping import spec_actions
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "rref" / "RRef.tla"
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 from tracecheck.traces.load import Trace, parse_trace_lines
 
 SPEC_ROOT = Path(__file__).resolve().parent.parent / "specs" / "tv"

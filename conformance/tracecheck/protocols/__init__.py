@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tracecheck.errors import TracecheckError
-from tracecheck.mapping import ProtocolMap
+from tracecheck.protocols.mapping import ProtocolMap
 
 __all__ = ["MAPPINGS", "SIMULATORS", "load_mapping", "load_simulator"]
 

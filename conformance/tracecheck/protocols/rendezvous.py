@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 from tracecheck.traces.load import Trace
 
 __all__ = ["RENDEZVOUS", "simulate"]

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from tracecheck.mapping import ActionMap, ProtocolMap
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 from tracecheck.traces.load import Trace
 
 __all__ = ["RREF"]

@@ -2,8 +2,8 @@
 
 Another implementation (a port, an instrumented PyTorch) that wants its traces replayed needs to
 know exactly which header settings, events, arguments and post-state fields the checker will ask
-for. That is all in the :class:`~tracecheck.mapping.ProtocolMap`; this module presents it, as
-data (``tracecheck contract PROTOCOL --json``) and as Markdown, so the documentation is derived
+for. That is all in the :class:`~tracecheck.protocols.mapping.ProtocolMap`; this module presents it,
+as data (``tracecheck contract PROTOCOL --json``) and as Markdown, so the documentation is derived
 from the table the checker runs on and cannot drift from it.
 """
 
@@ -13,7 +13,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from tracecheck.mapping import NODE, ProtocolMap
+from tracecheck.protocols.mapping import NODE, ProtocolMap
 
 __all__ = ["Contract", "EventContract", "contract_markdown", "contract_of"]
 
