@@ -8,9 +8,7 @@ validation (:func:`validate_traces`, :func:`run_campaign`), action coverage
 the artefacts of a failure (:func:`keep_failures`).
 """
 
-from tracecheck.artifacts import keep_failures
 from tracecheck.campaign import CampaignResult, run_campaign
-from tracecheck.coverage import CoverageSummary, action_coverage
 from tracecheck.errors import (
     JavaNotFoundError,
     ManifestError,
@@ -18,14 +16,16 @@ from tracecheck.errors import (
     ToolchainError,
     TracecheckError,
 )
-from tracecheck.explain import Explanation
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap, spec_actions
+from tracecheck.replay.artifacts import keep_failures
+from tracecheck.replay.coverage import CoverageSummary, action_coverage
+from tracecheck.replay.explain import Explanation
+from tracecheck.replay.validate import CheckerError, TraceVerdict, ValidationReport, validate_traces
+from tracecheck.replay.witness import WitnessReport, check_invariants
 from tracecheck.runner.manifest import Manifest, ModelCheck, load_manifest, run_model
 from tracecheck.runner.results import Counterexample, TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc
 from tracecheck.traces.load import Trace, TraceFormatError, load_trace, merge_traces
-from tracecheck.validate import CheckerError, TraceVerdict, ValidationReport, validate_traces
-from tracecheck.witness import WitnessReport, check_invariants
 
 __all__ = [
     "ActionMap",

@@ -15,8 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from tracecheck.protocols import load_mapping, load_simulator
-from tracecheck.validate import ValidationReport, validate_files
-from tracecheck.witness import WitnessReport, check_invariants
+from tracecheck.replay.validate import ValidationReport, validate_files
+from tracecheck.replay.witness import WitnessReport, check_invariants
 
 __all__ = ["CampaignResult", "run_campaign"]
 

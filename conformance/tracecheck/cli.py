@@ -23,7 +23,6 @@ from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tracecheck.artifacts import keep_campaign, keep_failures
 from tracecheck.bench import (
     TV_END,
     TV_START,
@@ -34,10 +33,13 @@ from tracecheck.bench import (
     write_marked,
 )
 from tracecheck.campaign import run_campaign
-from tracecheck.coverage import CoverageSummary, action_coverage
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
-from tracecheck.report import print_report
+from tracecheck.replay.artifacts import keep_campaign, keep_failures
+from tracecheck.replay.coverage import CoverageSummary, action_coverage
+from tracecheck.replay.report import print_report
+from tracecheck.replay.validate import validate_files, validate_traces
+from tracecheck.replay.witness import WitnessReport, check_invariants, print_witness
 from tracecheck.runner.manifest import (
     ModelCheck,
     load_manifest,
@@ -50,8 +52,6 @@ from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_sany, run_tl
 from tracecheck.runner.toolchain import toolchain
 from tracecheck.tla.values import format_value
 from tracecheck.traces.load import load_trace, merge_traces, peek_trace
-from tracecheck.validate import validate_files, validate_traces
-from tracecheck.witness import WitnessReport, check_invariants, print_witness
 
 __all__ = ["main"]
 

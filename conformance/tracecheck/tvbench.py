@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tracecheck.javareader import READER_ENV
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.rref import STEADY_APP_WEIGHT, simulate
-from tracecheck.validate import CheckerError, validate_files
+from tracecheck.replay.javareader import READER_ENV
+from tracecheck.replay.validate import CheckerError, validate_files
 
 __all__ = ["Row", "TVFigures", "measure", "prefix_file", "tv_block"]
 

@@ -1,4 +1,4 @@
-"""Where the conformance tests' failure artefacts go (see tracecheck.artifacts).
+"""Where the conformance tests' failure artefacts go (see tracecheck.replay.artifacts).
 
 Some tests reject traces on purpose through the CLI, which writes an artefact folder each time;
 unless the environment names a folder (CI sets ``TRACECHECK_ARTIFACTS`` to the one it uploads),
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tracecheck.artifacts import ARTIFACTS_ENV
+from tracecheck.replay.artifacts import ARTIFACTS_ENV
 
 
 @pytest.fixture(autouse=True, scope="session")

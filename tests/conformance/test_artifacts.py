@@ -10,12 +10,12 @@ import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header
 from tracecheck import campaign
-from tracecheck.artifacts import ARTIFACTS_ENV, failure_note
 from tracecheck.cli import main
 from tracecheck.protocols import load_simulator
+from tracecheck.replay.artifacts import ARTIFACTS_ENV, failure_note
+from tracecheck.replay.validate import furthest_cursors, validate_traces
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.traces.load import load_trace
-from tracecheck.validate import furthest_cursors, validate_traces
 
 LEDGER_ARGS = ["--mapping", "support.ledger:LEDGER", "--spec-root", str(SPEC_ROOT)]
 ROOT = Path(__file__).resolve().parent.parent.parent

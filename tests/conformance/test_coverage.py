@@ -8,9 +8,9 @@ import pytest
 
 from support.ledger import LEDGER, SPEC_ROOT
 from tracecheck.campaign import run_campaign
-from tracecheck.coverage import NOT_PRODUCED, action_coverage
 from tracecheck.protocols import load_mapping
-from tracecheck.validate import ValidationReport
+from tracecheck.replay.coverage import NOT_PRODUCED, action_coverage
+from tracecheck.replay.validate import ValidationReport
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -1,5 +1,5 @@
-"""The Java trace reader (tracecheck.javareader): it compiles here, builds exactly the values SANY
-builds from the same text, refuses malformed lines by line and column, and gives the same
+"""The Java trace reader (tracecheck.replay.javareader): it compiles here, builds exactly the values
+SANY builds from the same text, refuses malformed lines by line and column, and gives the same
 verdicts as the TLA+ constant module it replaces."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, trace
-from tracecheck.javareader import CACHE_ENV, READER_ENV, reader_classes
+from tracecheck.replay.javareader import CACHE_ENV, READER_ENV, reader_classes
+from tracecheck.replay.tracespec import DATA_FILE, render_batch
+from tracecheck.replay.validate import run_rendered, spec_library, validate_traces
 from tracecheck.runner.results import Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.values import ModelValue, Record, TLAFunction, format_value
-from tracecheck.tracespec import DATA_FILE, render_batch
-from tracecheck.validate import run_rendered, spec_library, validate_traces
 
 
 def _reader() -> Path:

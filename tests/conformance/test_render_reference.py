@@ -1,6 +1,6 @@
 """The fast trace renderer against the simple one it replaced, kept here as the test oracle.
 
-:mod:`tracecheck.tracespec`, :mod:`tracecheck.traces.postdelta` and
+:mod:`tracecheck.replay.tracespec`, :mod:`tracecheck.traces.postdelta` and
 :mod:`tracecheck.traces.jsonvalue` render each event with shortcuts (a set logged as last time
 is not re-encoded, an element's canonical text is taken from the node's previous set, the
 JSON-to-TLA+ text skips building error paths).
@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.ledger import LEDGER, header
-from tracecheck import tracespec
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import NODE, ActionMap, ProtocolMap
+from tracecheck.replay import tracespec
 from tracecheck.tla.values import format_value
 from tracecheck.traces import jsonvalue
 from tracecheck.traces.jsonvalue import JsonValueError, tla_text

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from protoref.rendezvous.faults import CONFIG, FAULTS, Fault, run_with_fault
-from tracecheck.artifacts import failure_note
-from tracecheck.explain import Explanation
 from tracecheck.protocols.rendezvous import RENDEZVOUS
+from tracecheck.replay.artifacts import failure_note
+from tracecheck.replay.explain import Explanation
+from tracecheck.replay.validate import ValidationReport, validate_traces
 from tracecheck.traces.load import load_trace
-from tracecheck.validate import ValidationReport, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC_ROOT = ROOT / "spec"

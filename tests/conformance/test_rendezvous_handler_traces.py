@@ -28,10 +28,10 @@ from protoref.rendezvous.handler_trace import (
 )
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import FileStore, InMemoryStore
-from tracecheck.artifacts import failure_note
 from tracecheck.protocols.rendezvous import RENDEZVOUS
+from tracecheck.replay.artifacts import failure_note
+from tracecheck.replay.validate import ValidationReport, validate_traces
 from tracecheck.traces.load import load_trace
-from tracecheck.validate import ValidationReport, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC_ROOT = ROOT / "spec"

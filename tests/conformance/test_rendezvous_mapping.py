@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from protoref.rendezvous.trace import EVENT_MODELS, POST_FIELDS
-from tracecheck.artifacts import campaign_failure_note
 from tracecheck.campaign import run_campaign
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import spec_actions
 from tracecheck.protocols.rendezvous import RENDEZVOUS, simulate
+from tracecheck.replay.artifacts import campaign_failure_note
 from tracecheck.traces.load import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent.parent

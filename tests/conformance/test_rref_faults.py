@@ -27,13 +27,13 @@ from protoref.rref.machine import step as correct_step
 from protoref.rref.simulator import Simulator
 from protoref.rref.state import RRefContext
 from protoref.tracing import JsonlSink
-from tracecheck.artifacts import failure_note
-from tracecheck.explain import Explanation
 from tracecheck.protocols.rref import RREF
+from tracecheck.replay.artifacts import failure_note
+from tracecheck.replay.explain import Explanation
+from tracecheck.replay.validate import TraceVerdict, ValidationReport, validate_traces
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, load_trace
 from tracecheck.traces.postdelta import resolve
-from tracecheck.validate import TraceVerdict, ValidationReport, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC_ROOT = ROOT / "spec"

@@ -38,12 +38,12 @@ from protoref.rref.machine import step as core_step
 from protoref.rref.state import RRefContext
 from protoref.rref.trace import EVENT_ADAPTER, make_event
 from protoref.tracing import encode_line
-from tracecheck.explain import Explanation
 from tracecheck.protocols.rref import RREF
+from tracecheck.replay.explain import Explanation
+from tracecheck.replay.validate import TraceVerdict, validate_traces
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, TraceFormatError, load_trace, parse_trace_lines
 from tracecheck.traces.postdelta import resolve
-from tracecheck.validate import TraceVerdict, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC_ROOT = ROOT / "spec"

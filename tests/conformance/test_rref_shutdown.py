@@ -18,12 +18,12 @@ from protoref.errors import LeakError
 from protoref.rref.faults import ShutdownFault, run_with_fault
 from protoref.rref.simulator import SimConfig, Simulator
 from protoref.tracing import JsonlSink
-from tracecheck.explain import Explanation
 from tracecheck.protocols.rref import RREF
+from tracecheck.replay.explain import Explanation
+from tracecheck.replay.validate import ValidationReport, validate_traces
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, load_trace
 from tracecheck.traces.postdelta import resolve
-from tracecheck.validate import ValidationReport, validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC_ROOT = ROOT / "spec"

@@ -29,10 +29,10 @@ from protoref.rref.trace import EVENT_MODELS
 from protoref.tracing import DELTA_OR_WHOLE, FrozenModel, TraceEventBase, tla_set_in
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import ProtocolMap
+from tracecheck.replay.validate import check_schema
 from tracecheck.traces.load import Trace, TraceFormatError, parse_trace_lines
 from tracecheck.traces.postdelta import resolve
 from tracecheck.traces.schema import _cut, _plan, check_events
-from tracecheck.validate import check_schema
 
 RREF = load_mapping("rref")
 RENDEZVOUS = load_mapping("rendezvous")

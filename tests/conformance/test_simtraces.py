@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tracecheck.protocols import load_mapping
+from tracecheck.replay.validate import validate_traces
 from tracecheck.simtraces import SimTraceError, behaviour_to_lines, to_json, write_sim_traces
 from tracecheck.tla.values import ModelValue, Record
 from tracecheck.traces.load import load_trace, parse_trace_lines
-from tracecheck.validate import validate_traces
 
 SPEC_ROOT = Path(__file__).resolve().parents[2] / "spec"
 DEPTH = 40

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from support.rref_runtime import SPEC_ROOT
-from tracecheck.javareader import READER_ENV, reader_classes
 from tracecheck.protocols import load_simulator
 from tracecheck.protocols.rref import RREF
+from tracecheck.replay.javareader import READER_ENV, reader_classes
+from tracecheck.replay.tracespec import _OPS_MODULE, OPS_MODULE
+from tracecheck.replay.validate import validate_traces
 from tracecheck.runner.results import Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc, tlc_command
 from tracecheck.traces.load import load_trace, parse_trace_lines
-from tracecheck.tracespec import _OPS_MODULE, OPS_MODULE
-from tracecheck.validate import validate_traces
 
 #: (native call, the same with the definition's copy) for every kind of argument the
 #: mappings pass and the edges around them: elements outside the function's domain, the empty

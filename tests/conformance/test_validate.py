@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header, trace
-from tracecheck import validate
+from tracecheck.replay import validate
+from tracecheck.replay.validate import chunk_shares, chunks, validate_files, validate_traces
 from tracecheck.traces.load import TraceFormatError, load_trace, peek_trace
-from tracecheck.validate import chunk_shares, chunks, validate_files, validate_traces
 
 
 def test_good_trace_is_accepted_with_coverage() -> None:
@@ -182,7 +182,7 @@ def _inbox_events() -> list[dict[str, object]]:
 
 
 def test_compact_rendering_logs_growing_sets_as_differences() -> None:
-    from tracecheck.tracespec import render_batch  # noqa: PLC0415
+    from tracecheck.replay.tracespec import render_batch  # noqa: PLC0415
 
     rendered = render_batch([trace(_inbox_events(), maximum=10)], INBOX, compact=True)
     assert "tvLog" in rendered.trace_module
@@ -244,7 +244,7 @@ def test_sets_logged_as_deltas_are_checked_as_the_whole_sets_they_stand_for() ->
     assert events[6]["post"]["inbox"] == {"#add": [], "#del": [["b", 2]]}
     report = validate_traces([trace(events, maximum=10)], INBOX, SPEC_ROOT)
     assert report.all_accepted
-    from tracecheck.tracespec import render_batch  # noqa: PLC0415
+    from tracecheck.replay.tracespec import render_batch  # noqa: PLC0415
 
     rendered = render_batch([trace(events, maximum=10)], INBOX, compact=True)
     assert '<<{<<"b", 2>>}, {}>>' in rendered.data_module  # b's second receive, as logged

@@ -1,4 +1,4 @@
-"""Spec invariants checked on the accepted behaviour of a trace (tracecheck.witness)."""
+"""Spec invariants checked on the accepted behaviour of a trace (tracecheck.replay.witness)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from support.ledger_audit import LEDGER_AUDIT, LEDGER_AUDIT_HIDDEN
 from tracecheck.cli import main
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
+from tracecheck.replay.tracespec import render_batch
+from tracecheck.replay.validate import CheckerError, run_rendered, spec_library, validate_traces
+from tracecheck.replay.witness import check_invariants, protocol_invariants
 from tracecheck.runner.results import Verdict
-from tracecheck.tracespec import render_batch
-from tracecheck.validate import CheckerError, run_rendered, spec_library, validate_traces
-from tracecheck.witness import check_invariants, protocol_invariants
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

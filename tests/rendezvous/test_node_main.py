@@ -17,10 +17,10 @@ from protoref.rendezvous.handler_trace import handler_header, merge
 from protoref.rendezvous.node_main import main, store_from_url
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings
 from protoref.rendezvous.store import FileStore
-from tracecheck.artifacts import failure_note
 from tracecheck.protocols.rendezvous import RENDEZVOUS
+from tracecheck.replay.artifacts import failure_note
+from tracecheck.replay.validate import validate_traces
 from tracecheck.traces.load import load_trace
-from tracecheck.validate import validate_traces
 
 SPEC_ROOT = Path(__file__).resolve().parent.parent.parent / "spec"
 

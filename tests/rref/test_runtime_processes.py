@@ -8,8 +8,8 @@ from pathlib import Path
 from protoref.rref.runtime.demo import run_workers
 from protoref.rref.runtime.scenarios import NAMES, SCENARIOS
 from tracecheck.protocols.rref import RREF
+from tracecheck.replay.validate import validate_traces
 from tracecheck.traces.load import load_trace, merge_traces
-from tracecheck.validate import validate_traces
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

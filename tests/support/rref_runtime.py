@@ -14,8 +14,8 @@ from protoref import rpc
 from protoref.rref.runtime.agent import Agent, ShutdownReport
 from protoref.rref.runtime.demo import free_port
 from tracecheck.protocols.rref import RREF
+from tracecheck.replay.validate import ValidationReport, validate_traces
 from tracecheck.traces.load import Trace, load_trace, merge_traces
-from tracecheck.validate import ValidationReport, validate_traces
 
 SPEC_ROOT = Path(__file__).resolve().parent.parent.parent / "spec"
 SECRET = b"test-secret"

@@ -3,8 +3,8 @@
 A row says: the event named X is the spec action X (the names are equal by contract), called
 with these parameters (the acting node or a logged argument, in the action's parameter order),
 and after the step these expressions over the primed spec variables must equal these logged
-post-state fields. From the table :mod:`tracecheck.tracespec` generates the TLA+ wrappers, so the
-trace spec reuses the spec's own actions and never re-implements them.
+post-state fields. From the table :mod:`tracecheck.replay.tracespec` generates the TLA+ wrappers, so
+the trace spec reuses the spec's own actions and never re-implements them.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class TLCOptions(BaseModel):
     #: Flags for the JVM, before the class name (e.g. ``-XX:TieredStopAtLevel=1``).
     jvm: tuple[str, ...] = ()
     #: Folders appended to the jar on the classpath (operator overrides such as the trace
-    #: reader of :mod:`tracecheck.javareader`).
+    #: reader of :mod:`tracecheck.replay.javareader`).
     classpath: tuple[Path, ...] = ()
     #: Name the culprit of a temporal violation by re-checking properties one at a time.
     attribute_properties: bool = True

@@ -242,7 +242,7 @@ def load_trace(path: Path) -> Trace:
 
 class TracePeek(NamedTuple):
     """What a trace file's first line says, and about how many events follow, before it is
-    loaded: enough to batch it (:func:`tracecheck.validate.validate_files`)."""
+    loaded: enough to batch it (:func:`tracecheck.replay.validate.validate_files`)."""
 
     path: Path
     header: TraceHeader

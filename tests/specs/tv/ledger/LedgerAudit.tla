@@ -1,6 +1,6 @@
 ---- MODULE LedgerAudit ----
 \* The Ledger with audit invariants its actions do not guarantee, for the tests of
-\* tracecheck.witness: traces that the transition relation accepts and an invariant rejects.
+\* tracecheck.replay.witness: traces that the transition relation accepts and an invariant rejects.
 EXTENDS Ledger, FiniteSets
 
 \* "At most one node holds money": false as soon as a transfer is received while the sender

@@ -65,7 +65,7 @@ def _compiled(root: Path) -> Path | None:
     javac = _javac(tools)
     if javac is None:
         return None
-    source = importlib.resources.files("tracecheck").joinpath(*_SOURCE).read_bytes()
+    source = importlib.resources.files("tracecheck.replay").joinpath(*_SOURCE).read_bytes()
     jar = tools.jar.resolve()
     key = hashlib.sha256(
         source + str(jar).encode() + str(jar.stat().st_size).encode() + bytes([tools.java_version])

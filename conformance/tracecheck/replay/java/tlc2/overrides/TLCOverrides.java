@@ -4,9 +4,9 @@
 // method annotated with @TLAPlusOperator replace the TLA+ operator it names. SANY needs
 // seconds per megabyte to parse and level-check a trace written as a TLA+ literal (a
 // 2.9 MB batch: 3.4 s parsing, 5.7 s semantic processing); this reader builds the same
-// values directly. tracecheck compiles it on first use (tracecheck/javareader.py) and falls
-// back to the TLA+ constant module where no Java compiler is found. The same class computes
-// the operators of the generated module TraceOps natively (see below).
+// values directly. tracecheck compiles it on first use (tracecheck/replay/javareader.py) and
+// falls back to the TLA+ constant module where no Java compiler is found. The same class
+// computes the operators of the generated module TraceOps natively (see below).
 package tlc2.overrides;
 
 import java.io.IOException;

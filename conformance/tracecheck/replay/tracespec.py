@@ -13,8 +13,8 @@ A second root module, ``TraceSim``, replays the same wrappers for TLC's random s
 behaviour walks trace 1, resets the spec's variables to their initial values, walks trace 2,
 and so on, printing a marker as each trace is consumed. Simulation keeps no set of seen states
 (no fingerprints) and stops at the first dead end, so it is a fast witness of acceptance, never
-a proof of rejection: :mod:`tracecheck.validate` runs the breadth-first ``TraceSpec`` on every
-trace the simulation did not accept.
+a proof of rejection: :mod:`tracecheck.replay.validate` runs the breadth-first ``TraceSpec`` on
+every trace the simulation did not accept.
 
 The data module is INSTANCEd, not EXTENDed: SANY runs its PlusCal-translation check on every
 module a root EXTENDS (seconds on a large trace) and on none that are instantiated.
@@ -66,7 +66,7 @@ OPS_MODULE = "TraceOps"
 SIM_MODULE = "TraceSim"
 #: The PrintT tag the simulation pass writes when a trace is consumed.
 DONE_TAG = "tv_done"
-#: The PrintT tag of the furthest-cursor messages, parsed by :mod:`tracecheck.validate`.
+#: The PrintT tag of the furthest-cursor messages, parsed by :mod:`tracecheck.replay.validate`.
 MAX_TAG = "tv_max"
 
 
@@ -523,7 +523,7 @@ def render_batch(
     length; the explain pass reads the literal values, so it renders without. ``variables``
     (the spec's, in the order of its ``vars``) adds the simulation pass's module and cfg.
     ``reader`` (from
-    :func:`tracecheck.javareader.reader_classes`) writes the events to a file that TLC reads
+    :func:`tracecheck.replay.javareader.reader_classes`) writes the events to a file that TLC reads
     through the Java override instead of parsing a TLA+ constant module.
     """
     if not traces:

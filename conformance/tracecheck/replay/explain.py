@@ -23,13 +23,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.replay.tracespec import printed_values, render_batch
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.values import format_value
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace
 from tracecheck.traces.postdelta import resolve
-from tracecheck.tracespec import printed_values, render_batch
 
 __all__ = ["Explanation", "FrontierState", "PostCheck", "explain_rejection", "split_action"]
 
@@ -306,7 +306,7 @@ def explain_rejection(
     options: TLCOptions | None = None,
 ) -> Explanation:
     """Re-run ``trace`` alone up to event ``index`` and say why that event has no step."""
-    from tracecheck.validate import CheckerError, run_rendered  # noqa: PLC0415 - a cycle
+    from tracecheck.replay.validate import CheckerError, run_rendered  # noqa: PLC0415 - a cycle
 
     event = trace.events[index - 1]
     action = mapping.action(event.event)

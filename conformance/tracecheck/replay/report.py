@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tracecheck.coverage import CoverageSummary, coverage_table
-from tracecheck.explain import Explanation
-from tracecheck.validate import TraceVerdict, ValidationReport
+from tracecheck.replay.coverage import CoverageSummary, coverage_table
+from tracecheck.replay.explain import Explanation
+from tracecheck.replay.validate import TraceVerdict, ValidationReport
 
 __all__ = ["print_report"]
 

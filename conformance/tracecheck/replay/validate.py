@@ -18,8 +18,9 @@ its files are also read only then) while TLC (Java) checks the previous ones, at
 :data:`TLC_PROCESSES` at a time, so the two halves of the work overlap on the machine's cores
 instead of following each other.
 
-Each rejected trace is then re-run alone by :mod:`tracecheck.explain` to say why. A TLC failure
-on the generated modules (a parse error, a crash) is a :class:`CheckerError`, never a verdict.
+Each rejected trace is then re-run alone by :mod:`tracecheck.replay.explain` to say why. A TLC
+failure on the generated modules (a parse error, a crash) is a :class:`CheckerError`, never a
+verdict.
 """
 
 from __future__ import annotations
@@ -40,9 +41,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tracecheck.errors import TracecheckError
-from tracecheck.javareader import reader_classes
 from tracecheck.nogc import paused_gc
 from tracecheck.protocols.mapping import ProtocolMap
+from tracecheck.replay.javareader import reader_classes
+from tracecheck.replay.tracespec import (
+    DATA_FILE,
+    DONE_TAG,
+    MAX_TAG,
+    SIM_MODULE,
+    TRACE_MODULE,
+    RenderedBatch,
+    header_constants,
+    printed_values,
+    render_batch,
+)
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.traces.load import (
@@ -54,17 +66,6 @@ from tracecheck.traces.load import (
     peek_trace,
 )
 from tracecheck.traces.schema import check_events
-from tracecheck.tracespec import (
-    DATA_FILE,
-    DONE_TAG,
-    MAX_TAG,
-    SIM_MODULE,
-    TRACE_MODULE,
-    RenderedBatch,
-    header_constants,
-    printed_values,
-    render_batch,
-)
 
 __all__ = [
     "CHUNK_EVENTS",
@@ -522,7 +523,7 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
     verdicts, runs = run.verdicts, run.runs
     final = [v for v in verdicts if v is not None]
     if explain:
-        from tracecheck.explain import explain_rejection  # noqa: PLC0415 - avoids a cycle
+        from tracecheck.replay.explain import explain_rejection  # noqa: PLC0415 - avoids a cycle
 
         for i, verdict in enumerate(final):
             if not verdict.accepted and verdict.rejection is not None:

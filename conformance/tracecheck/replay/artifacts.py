@@ -28,19 +28,19 @@ from pathlib import Path
 from rich.console import Console
 
 from tracecheck.campaign import CampaignResult
-from tracecheck.coverage import CoverageSummary
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.mapping import ProtocolMap
-from tracecheck.report import print_report
-from tracecheck.traces.load import Trace, load_trace
-from tracecheck.tracespec import TRACE_MODULE, render_batch
-from tracecheck.validate import ValidationReport
-from tracecheck.witness import (
+from tracecheck.replay.coverage import CoverageSummary
+from tracecheck.replay.report import print_report
+from tracecheck.replay.tracespec import TRACE_MODULE, render_batch
+from tracecheck.replay.validate import ValidationReport
+from tracecheck.replay.witness import (
     WITNESS_MODULE,
     WitnessReport,
     print_witness,
     witness_files,
 )
+from tracecheck.traces.load import Trace, load_trace
 
 __all__ = [
     "ARTIFACTS_ENV",
