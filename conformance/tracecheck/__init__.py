@@ -8,7 +8,7 @@ validation (:func:`validate_traces`, :func:`run_campaign`), action coverage
 the artefacts of a failure (:func:`keep_failures`).
 """
 
-from tracecheck.campaign import CampaignResult, run_campaign
+from tracecheck.campaigns.campaign import CampaignResult, run_campaign
 from tracecheck.errors import (
     JavaNotFoundError,
     ManifestError,

@@ -23,7 +23,7 @@ from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tracecheck.bench import (
+from tracecheck.campaigns.bench import (
     TV_END,
     TV_START,
     bench_table,
@@ -32,7 +32,7 @@ from tracecheck.bench import (
     write_block,
     write_marked,
 )
-from tracecheck.campaign import run_campaign
+from tracecheck.campaigns.campaign import run_campaign
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.artifacts import keep_campaign, keep_failures
@@ -246,7 +246,7 @@ def _cmd_contract(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_simtraces(args: argparse.Namespace, console: Console) -> int:
-    from tracecheck.simtraces import write_sim_traces  # noqa: PLC0415 - only this command
+    from tracecheck.campaigns.simtraces import write_sim_traces  # noqa: PLC0415 - only this command
 
     toolchain()
     seeds = range(args.seed, args.seed + args.runs)

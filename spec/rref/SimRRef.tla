@@ -3,7 +3,7 @@
 (* RRef for TLC's random simulation, with a ghost variable that records   *)
 (* which action the last step took, its parameters and the acting worker,  *)
 (* so that a simulated behaviour can be written out as a trace in our      *)
-(* JSON-lines format (tracecheck.simtraces) and replayed by the checker.   *)
+(* JSON lines (tracecheck.campaigns.simtraces), replayed by the checker.   *)
 (* Traces produced by the spec itself must be accepted: that is the        *)
 (* checker's completeness test against an independent trace producer.     *)
 (*                                                                         *)

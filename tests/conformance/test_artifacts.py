@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header
-from tracecheck import campaign
+from tracecheck.campaigns import campaign
 from tracecheck.cli import main
 from tracecheck.protocols import load_simulator
 from tracecheck.replay.artifacts import ARTIFACTS_ENV, failure_note

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from tracecheck.bench import END, START, bench_table, run_bench, write_block
+from tracecheck.campaigns.bench import END, START, bench_table, run_bench, write_block
 from tracecheck.runner.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -75,7 +75,7 @@ def test_bench_reports_ratios_and_rewrites_its_block(tmp_path: Path, specs: Path
 def test_trace_validation_block_measures_long_batch_and_singles_side_by_side(
     tmp_path: Path,
 ) -> None:
-    from tracecheck.tvbench import (  # noqa: PLC0415
+    from tracecheck.campaigns.tvbench import (  # noqa: PLC0415
         TV_END,
         TV_START,
         measure,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from support.ledger import LEDGER, SPEC_ROOT
-from tracecheck.campaign import run_campaign
+from tracecheck.campaigns.campaign import run_campaign
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.coverage import NOT_PRODUCED, action_coverage
 from tracecheck.replay.validate import ValidationReport

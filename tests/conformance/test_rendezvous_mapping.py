@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from protoref.rendezvous.trace import EVENT_MODELS, POST_FIELDS
-from tracecheck.campaign import run_campaign
+from tracecheck.campaigns.campaign import run_campaign
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import spec_actions
 from tracecheck.protocols.rendezvous import RENDEZVOUS, simulate

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from protoref.rref.trace import ACTION_ARGS, EVENT_MODELS
-from tracecheck.campaign import run_campaign
+from tracecheck.campaigns.campaign import run_campaign
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.mapping import spec_actions, spec_writers
 from tracecheck.protocols.rref import RREF

@@ -1,7 +1,8 @@
 """Traces produced by TLC's own simulation of RRef.tla are accepted by the checker; a mutated
 one is rejected at the mutated event. The producer (SimRRef.tla's ghost plus
-tracecheck.simtraces) shares no code with protoref, so this tests the checker's completeness
-against what the spec allows rather than against what the implementation happens to log."""
+tracecheck.campaigns.simtraces) shares no code with protoref, so this tests the checker's
+completeness against what the spec allows rather than against what the implementation happens to
+log."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tracecheck.campaigns.simtraces import (
+    SimTraceError,
+    behaviour_to_lines,
+    to_json,
+    write_sim_traces,
+)
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.validate import validate_traces
-from tracecheck.simtraces import SimTraceError, behaviour_to_lines, to_json, write_sim_traces
 from tracecheck.tla.values import ModelValue, Record
 from tracecheck.traces.load import load_trace, parse_trace_lines
 

@@ -119,7 +119,7 @@ def test_cli_validate_invariants_exits_1_and_names_the_invariant(
 
 
 def test_an_rref_campaign_keeps_every_invariant_on_its_accepted_behaviours() -> None:
-    from tracecheck.campaign import run_campaign  # noqa: PLC0415 - only this test needs it
+    from tracecheck.campaigns.campaign import run_campaign  # noqa: PLC0415 - only this test needs it
 
     result = run_campaign("rref", 4, 11, 60, ROOT / "spec", explain=False, invariants=True)
     assert result.report.all_accepted

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tracecheck.campaign import CampaignResult
+from tracecheck.campaigns.campaign import CampaignResult
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.coverage import CoverageSummary

@@ -159,7 +159,7 @@ def render(fig: Figures, command: str) -> str:
 
 def write_block(path: Path, block: str) -> None:
     """Replace the block between :data:`START` and :data:`END` in ``path`` (or append it)."""
-    from tracecheck.bench import write_marked  # noqa: PLC0415 - only --out needs tracecheck
+    from tracecheck.campaigns.bench import write_marked  # noqa: PLC0415 - only --out needs tracecheck
 
     write_marked(path, block, START, END)
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tracecheck.campaigns.tvbench import TV_END, TV_START
 from tracecheck.runner.manifest import Manifest, ModelCheck, run_model
 from tracecheck.runner.tlc import ProgressCallback
-from tracecheck.tvbench import TV_END, TV_START
 
 __all__ = [
     "CEILING",
@@ -97,9 +97,9 @@ def write_block(path: Path, block: str) -> None:
 def trace_validation_table(
     spec_root: Path, runs: int, steps: int, long_steps: int = 0, *, singles: bool = True
 ) -> str:
-    """RRef trace validation (:mod:`tracecheck.tvbench`): a long trace and its prefixes, one
-    batch run against one TLC run per trace, the same traces, in one invocation."""
-    from tracecheck.tvbench import measure, tv_block  # noqa: PLC0415 - only the benchmark
+    """RRef trace validation (:mod:`tracecheck.campaigns.tvbench`): a long trace and its prefixes,
+    one batch run against one TLC run per trace, the same traces, in one invocation."""
+    from tracecheck.campaigns.tvbench import measure, tv_block  # noqa: PLC0415 - only the benchmark
 
     return tv_block(measure(spec_root, runs, steps, long_steps, singles=singles))
 
