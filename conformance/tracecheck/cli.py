@@ -32,10 +32,10 @@ from tracecheck.campaigns.bench import (
     write_block,
     write_marked,
 )
-from tracecheck.campaigns.campaign import run_campaign
+from tracecheck.campaigns.campaign import keep_campaign, run_campaign
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
-from tracecheck.replay.artifacts import keep_campaign, keep_failures
+from tracecheck.replay.artifacts import keep_failures
 from tracecheck.replay.coverage import CoverageSummary, action_coverage
 from tracecheck.replay.report import print_report
 from tracecheck.replay.validate import validate_files, validate_traces

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from protoref.rendezvous.trace import EVENT_MODELS, POST_FIELDS
-from tracecheck.campaigns.campaign import run_campaign
+from tracecheck.campaigns.campaign import campaign_failure_note, run_campaign
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import spec_actions
 from tracecheck.protocols.rendezvous import RENDEZVOUS, simulate
-from tracecheck.replay.artifacts import campaign_failure_note
 from tracecheck.traces.load import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from protoref.rref.trace import ACTION_ARGS, EVENT_MODELS
-from tracecheck.campaigns.campaign import run_campaign
+from tracecheck.campaigns.campaign import campaign_failure_note, run_campaign
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.mapping import spec_actions, spec_writers
 from tracecheck.protocols.rref import RREF
-from tracecheck.replay.artifacts import campaign_failure_note
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC = (ROOT / "spec" / "rref" / "RRef.tla").read_text(encoding="utf-8")

@@ -2,7 +2,9 @@
 
 Each run's seed is ``first_seed + i``, so any rejected run is reproduced by its seed alone
 (`python -m protoref.rref.simulator --seed S`). Traces go to a folder of the caller's choice,
-or to a temporary one that is removed afterwards unless a trace was rejected.
+or to a temporary one that is removed afterwards unless a trace was rejected. A failed
+campaign's traces, generated modules and report are kept like a failed validation's
+(:func:`keep_campaign`, through :mod:`tracecheck.replay.artifacts`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from tracecheck.protocols import load_mapping, load_simulator
+from tracecheck.replay.artifacts import keep_failures, rejections
 from tracecheck.replay.validate import ValidationReport, validate_files
 from tracecheck.replay.witness import WitnessReport, check_invariants
+from tracecheck.traces.load import load_trace
 
-__all__ = ["CampaignResult", "run_campaign"]
+__all__ = ["CampaignResult", "campaign_failure_note", "keep_campaign", "run_campaign"]
 
 
 class CampaignResult(BaseModel):
@@ -79,4 +83,27 @@ def run_campaign(
         simulate_seconds=simulated,
         report=report,
         invariants=witness,
+    )
+
+
+def keep_campaign(
+    result: CampaignResult, spec_root: Path, *, root: Path | None = None
+) -> Path | None:
+    """:func:`~tracecheck.replay.artifacts.keep_failures` for a campaign (its failing traces are
+    still in its folder)."""
+    witness = result.invariants
+    sources = {v.source for v in result.report.verdicts if not v.accepted}
+    if witness is not None:
+        sources |= {v.source for v in witness.verdicts if not v.clean}
+    traces = [load_trace(Path(s)) for s in sorted(sources)]
+    mapping = load_mapping(result.protocol)
+    return keep_failures(traces, result.report, mapping, spec_root, witness=witness, root=root)
+
+
+def campaign_failure_note(result: CampaignResult, spec_root: Path) -> str:
+    """:func:`~tracecheck.replay.artifacts.failure_note` for a campaign."""
+    kept = keep_campaign(result, spec_root)
+    return (
+        f"rejected seeds {result.rejected_seeds} ({rejections(result.report)}); "
+        f"traces, modules and report in {kept}"
     )

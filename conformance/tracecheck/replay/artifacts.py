@@ -27,8 +27,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tracecheck.campaigns.campaign import CampaignResult
-from tracecheck.protocols import load_mapping
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.coverage import CoverageSummary
 from tracecheck.replay.report import print_report
@@ -40,16 +38,15 @@ from tracecheck.replay.witness import (
     print_witness,
     witness_files,
 )
-from tracecheck.traces.load import Trace, load_trace
+from tracecheck.traces.load import Trace
 
 __all__ = [
     "ARTIFACTS_ENV",
     "DEFAULT_ROOT",
     "artifacts_root",
-    "campaign_failure_note",
     "failure_note",
-    "keep_campaign",
     "keep_failures",
+    "rejections",
 ]
 
 #: The environment variable that moves the artefacts (CI sets it to its upload folder).
@@ -151,20 +148,7 @@ def keep_failures(
     return folder
 
 
-def keep_campaign(
-    result: CampaignResult, spec_root: Path, *, root: Path | None = None
-) -> Path | None:
-    """:func:`keep_failures` for a campaign (its failing traces are still in its folder)."""
-    witness = result.invariants
-    sources = {v.source for v in result.report.verdicts if not v.accepted}
-    if witness is not None:
-        sources |= {v.source for v in witness.verdicts if not v.clean}
-    traces = [load_trace(Path(s)) for s in sorted(sources)]
-    mapping = load_mapping(result.protocol)
-    return keep_failures(traces, result.report, mapping, spec_root, witness=witness, root=root)
-
-
-def _rejections(report: ValidationReport, sources: set[str] | None = None) -> str:
+def rejections(report: ValidationReport, sources: set[str] | None = None) -> str:
     return "; ".join(
         f"{v.source}: event {v.rejection.index} ({v.rejection.event.event})"
         for v in report.verdicts
@@ -179,13 +163,4 @@ def failure_note(
     folder its artefacts were just written to (only evaluated when the assert fails)."""
     kept = keep_failures(traces, report, mapping, spec_root)
     sources = {t.source for t in traces}
-    return f"rejected {_rejections(report, sources)}; traces, modules and report in {kept}"
-
-
-def campaign_failure_note(result: CampaignResult, spec_root: Path) -> str:
-    """:func:`failure_note` for a campaign."""
-    kept = keep_campaign(result, spec_root)
-    return (
-        f"rejected seeds {result.rejected_seeds} ({_rejections(result.report)}); "
-        f"traces, modules and report in {kept}"
-    )
+    return f"rejected {rejections(report, sources)}; traces, modules and report in {kept}"
