@@ -1,0 +1,188 @@
+"""The manifest's commands: ``check`` (every selected model against its expected verdict),
+``docs`` (the manifest as tables) and ``bench`` (the deep models against TLC's ceiling, and
+trace validation, into docs/performance.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tracecheck.campaigns.bench import (
+    TV_END,
+    TV_START,
+    bench_table,
+    run_bench,
+    trace_validation_table,
+    write_block,
+    write_marked,
+)
+from tracecheck.cli.common import DEFAULT_SPEC_ROOT, got, live_progress, num, parse_workers
+from tracecheck.runner.manifest import (
+    ModelCheck,
+    load_manifest,
+    models_markdown,
+    record_results,
+    run_model,
+)
+from tracecheck.runner.toolchain import toolchain
+
+__all__ = ["add_bench", "add_check", "add_docs"]
+
+
+def add_check(sub: Any) -> None:
+    check = sub.add_parser("check", help="run the manifest's models and compare TLC's verdicts")
+    check.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    check.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
+    check.add_argument("--model", action="append", help="only this model (repeatable)")
+    check.add_argument(
+        "--class",
+        dest="klass",
+        choices=["quick", "deep", "all"],
+        default="quick",
+        help="which models to run (default: quick; --model ignores it)",
+    )
+    check.add_argument("--workers", help="override the manifest's workers (a number or auto)")
+    check.add_argument("--timeout", type=float, help="seconds per model before TLC is killed")
+    check.add_argument("--record", action="store_true", help="write the figures back")
+    check.add_argument("--list", action="store_true", help="list the selected models, run none")
+    check.add_argument("--json", action="store_true", help="print results as JSON")
+    check.set_defaults(func=_cmd_check)
+
+
+def add_bench(sub: Any) -> None:
+    bench = sub.add_parser(
+        "bench", help="run the deep models with the TLC ceiling; write docs/performance.md"
+    )
+    bench.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    bench.add_argument("--workers", default="auto", help="a number or auto (default auto)")
+    bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
+    bench.add_argument("--model", action="append", help="only these models (and the ceiling)")
+    bench.add_argument(
+        "--tv-runs", type=int, default=100, help="RRef traces for the trace-validation figures"
+    )
+    bench.add_argument("--tv-steps", type=int, default=1440, help="workload steps per trace")
+    bench.add_argument(
+        "--tv-long-steps",
+        type=int,
+        default=100_000,
+        help="steps of the long trace (about 100,400 events)",
+    )
+    bench.set_defaults(func=_cmd_bench)
+
+
+def add_docs(sub: Any) -> None:
+    docs = sub.add_parser("docs", help="write docs/models.md: the manifest as tables")
+    docs.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    docs.add_argument("--out", type=Path, default=Path("docs/models.md"))
+    docs.set_defaults(func=_cmd_docs)
+
+
+def _cmd_check(args: argparse.Namespace, console: Console) -> int:
+    manifest = load_manifest(args.spec_root)
+    selected = manifest.select(args.protocol, args.model, args.klass)
+    if args.list:
+        for protocol, entry in selected:
+            console.print(f"{protocol:12} {entry.name:40} {entry.klass:6} {_expected(entry)}")
+        return 0
+    if not selected:
+        console.print("[yellow]no models selected[/]")
+        return 1
+    toolchain()  # fail early, with the install hint, before any progress display
+    checks: list[ModelCheck] = []
+    for protocol, entry in selected:
+        with live_progress(console, f"{protocol}/{entry.name}") as on_progress:
+            check = run_model(
+                manifest,
+                protocol,
+                entry,
+                on_progress,
+                workers=parse_workers(args.workers),
+                timeout=args.timeout,
+            )
+        checks.append(check)
+        if not args.json:
+            _print_check_line(console, check)
+    if args.json:
+        print(json.dumps([c.model_dump(mode="json") for c in checks], indent=2))
+    else:
+        console.print(_check_table(checks))
+    if args.record:
+        for path in record_results(manifest, checks):
+            console.print(f"recorded figures in {path}")
+    failed = [c for c in checks if not c.ok]
+    if not args.json:
+        verdict = "[green]all as expected[/]" if not failed else f"[red]{len(failed)} differ[/]"
+        console.print(f"{len(checks)} models: {verdict}")
+    return 1 if failed else 0
+
+
+def _expected(entry: object) -> str:
+    expect = getattr(entry, "expect", None)
+    violates = getattr(entry, "violates", None)
+    text = str(getattr(expect, "value", expect))
+    return f"{text} {violates}" if violates else text
+
+
+def _print_check_line(console: Console, check: ModelCheck) -> None:
+    mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
+    line = f"{mark} {check.protocol}/{check.entry.name}: {escape(got(check.result))}"
+    if check.problem:
+        line += f"  [red]({escape(check.problem)})[/]"
+    if check.drift:
+        line += f"  [yellow]drift: {', '.join(check.drift)}[/]"
+    console.print(line)
+
+
+def _check_table(checks: list[ModelCheck]) -> Table:
+    table = Table(title="TLC models against the manifest")
+    for column in ("protocol", "model", "class", "expected", "got", "distinct", "depth", "s"):
+        table.add_column(
+            column, justify="right" if column in {"distinct", "depth", "s"} else "left"
+        )
+    table.add_column("")
+    for c in checks:
+        stats = c.result.stats
+        table.add_row(
+            c.protocol,
+            c.entry.name,
+            c.entry.klass,
+            _expected(c.entry),
+            got(c.result),
+            num(stats.distinct),
+            num(stats.depth),
+            f"{c.result.wall_seconds:.1f}",
+            "[green]ok[/]" if c.ok else "[red]FAIL[/]",
+        )
+    return table
+
+
+def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
+    manifest = load_manifest(args.spec_root)
+    toolchain()
+    workers = parse_workers(args.workers)
+    with live_progress(console, "deep models") as on_progress:
+        checks = run_bench(
+            manifest, workers, on_progress, lambda c: _print_check_line(console, c), args.model
+        )
+    block = bench_table(checks, workers)
+    write_block(args.out, block)
+    if args.tv_runs:
+        console.print(f"trace validation: {args.tv_runs} RRef traces, batch vs one run each")
+        tv = trace_validation_table(args.spec_root, args.tv_runs, args.tv_steps, args.tv_long_steps)
+        write_marked(args.out, tv, TV_START, TV_END)
+    console.print(_check_table(checks))
+    console.print(f"wrote the table into {args.out}")
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _cmd_docs(args: argparse.Namespace, console: Console) -> int:
+    manifest = load_manifest(args.spec_root)
+    args.out.write_text(models_markdown(manifest), encoding="utf-8")
+    console.print(f"wrote {args.out}")
+    return 0

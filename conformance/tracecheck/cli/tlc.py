@@ -1,0 +1,110 @@
+"""One module ad hoc: ``tlc`` (model-check it, with live progress, or print the exact command)
+and ``sany`` (parse and check it)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from tracecheck.cli.common import got, live_progress, num, parse_workers
+from tracecheck.errors import TracecheckError
+from tracecheck.runner.results import TLCResult, Verdict
+from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc, tlc_command
+from tracecheck.tla.values import format_value
+
+__all__ = ["add_sany", "add_tlc"]
+
+
+def add_tlc(sub: Any) -> None:
+    tlc = sub.add_parser("tlc", help="model-check one spec ad hoc, with live progress")
+    tlc.add_argument("spec", type=Path, help="the .tla module to check")
+    tlc.add_argument("--config", type=Path, help="the .cfg (default: the module's name)")
+    tlc.add_argument("--workers", default="1", help="a number or auto (default 1)")
+    tlc.add_argument("--timeout", type=float)
+    tlc.add_argument("--heap", help="JVM heap, e.g. 4g")
+    tlc.add_argument("--simulate", action="store_true", help="random simulation, not BFS")
+    tlc.add_argument("--depth", type=int, help="simulation: behaviour length")
+    tlc.add_argument("--traces", type=int, help="simulation: number of behaviours")
+    tlc.add_argument("--seed", type=int)
+    tlc.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks")
+    tlc.add_argument("--library", type=Path, action="append", default=[])
+    tlc.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
+    tlc.add_argument("--json", action="store_true", help="print the result as JSON")
+    tlc.epilog = "Flags after -- are passed to TLC verbatim, e.g. -- -view."
+    tlc.set_defaults(func=_cmd_tlc)
+
+
+def add_sany(sub: Any) -> None:
+    sany = sub.add_parser("sany", help="parse and check a module with SANY")
+    sany.add_argument("spec", type=Path)
+    sany.add_argument("--json", action="store_true")
+    sany.set_defaults(func=_cmd_sany)
+
+
+def _cmd_tlc(args: argparse.Namespace, console: Console) -> int:
+    options = TLCOptions(
+        workers=parse_workers(args.workers) or 1,
+        timeout=args.timeout,
+        heap=args.heap,
+        simulate=args.simulate,
+        depth=args.depth,
+        traces=args.traces,
+        seed=args.seed,
+        check_deadlock=not args.no_deadlock,
+        library=tuple(p.resolve() for p in args.library),
+        extra=tuple(args.extra),
+    )
+    if not args.spec.is_file():
+        raise TracecheckError(f"no such module: {args.spec}")
+    if args.dry_run:
+        metadir = Path(tempfile.gettempdir()) / "tlc-meta-XXXX"
+        cmd = tlc_command(
+            args.spec.resolve(), args.config and args.config.resolve(), options, metadir
+        )
+        console.print(
+            f"cd {shlex.quote(str(args.spec.resolve().parent))} && {shlex.join(cmd)}",
+            soft_wrap=True,
+        )
+        return 0
+    with live_progress(console, args.spec.name) as on_progress:
+        result = run_tlc(args.spec, args.config, options, on_progress)
+    _report(console, result, as_json=args.json)
+    return 0 if result.verdict is Verdict.SUCCESS else 1
+
+
+def _cmd_sany(args: argparse.Namespace, console: Console) -> int:
+    if not args.spec.is_file():
+        raise TracecheckError(f"no such module: {args.spec}")
+    result = run_sany(args.spec)
+    _report(console, result, as_json=args.json)
+    return 0 if result.verdict is Verdict.SUCCESS else 1
+
+
+def _report(console: Console, result: TLCResult, *, as_json: bool) -> None:
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
+    color = "green" if result.verdict is Verdict.SUCCESS else "red"
+    console.print(f"[bold {color}]{got(result)}[/]: {escape(result.summary)}")
+    for error in result.errors:
+        where = f" ({error.location})" if error.location else ""
+        console.print(f"  [red]error{escape(where)}:[/] {escape(error.message)}")
+    if result.counterexample:
+        for state in result.counterexample.states:
+            console.print(f"[bold]{state.index}: {state.action}[/]")
+            for name, value in state.values.items():
+                console.print(f"    {name} = {escape(format_value(value))}", soft_wrap=True)
+        if result.counterexample.loops_to is not None:
+            console.print(f"[bold]back to state {result.counterexample.loops_to}[/]")
+    stats = result.stats
+    console.print(
+        f"{num(stats.generated)} generated, {num(stats.distinct)} distinct, depth "
+        f"{num(stats.depth)}, {result.wall_seconds:.1f} s, TLC {result.tlc_version} "
+        f"rev {result.tlc_revision}"
+    )

@@ -1,0 +1,205 @@
+"""Traces through the checker: ``validate`` (trace files), ``campaign`` (seeded runs of an
+implementation), ``simtraces`` (TLC's own simulation as traces) and ``contract`` (what a
+protocol's traces must carry)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from tracecheck.campaigns.campaign import keep_campaign, run_campaign
+from tracecheck.cli.common import ARTIFACTS_HELP, DEFAULT_SPEC_ROOT
+from tracecheck.errors import TracecheckError
+from tracecheck.protocols import load_mapping
+from tracecheck.replay.artifacts import keep_failures
+from tracecheck.replay.coverage import CoverageSummary, action_coverage
+from tracecheck.replay.report import print_report
+from tracecheck.replay.validate import validate_files, validate_traces
+from tracecheck.replay.witness import WitnessReport, check_invariants, print_witness
+from tracecheck.runner.toolchain import toolchain
+from tracecheck.traces.load import load_trace, merge_traces, peek_trace
+
+__all__ = ["add_campaign", "add_contract", "add_simtraces", "add_validate"]
+
+
+def add_validate(sub: Any) -> None:
+    validate = sub.add_parser(
+        "validate", help="check implementation traces against their protocol's spec with TLC"
+    )
+    validate.add_argument("traces", type=Path, nargs="+", help="trace files (JSON lines)")
+    validate.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    validate.add_argument(
+        "--mapping", help="a protocol name or module:NAME of a ProtocolMap (default: header's)"
+    )
+    validate.add_argument(
+        "--merge", action="store_true", help="the files are per-process logs of one run"
+    )
+    validate.add_argument("--no-explain", action="store_true", help="skip the explain pass")
+    validate.add_argument(
+        "--invariants",
+        action="store_true",
+        help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+    )
+    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.add_argument("--artifacts", type=Path, help=ARTIFACTS_HELP)
+    validate.set_defaults(func=_cmd_validate)
+
+
+def add_campaign(sub: Any) -> None:
+    campaign = sub.add_parser(
+        "campaign", help="simulate N seeded runs of an implementation and validate every trace"
+    )
+    campaign.add_argument("protocol", help="e.g. rref")
+    campaign.add_argument("--runs", type=int, default=20)
+    campaign.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
+    campaign.add_argument("--steps", type=int, default=150, help="workload steps per run")
+    campaign.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    campaign.add_argument("--out", type=Path, help="keep the traces in this folder")
+    campaign.add_argument(
+        "--invariants",
+        action="store_true",
+        help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+    )
+    campaign.add_argument("--json", action="store_true")
+    campaign.add_argument("--artifacts", type=Path, help=ARTIFACTS_HELP)
+    campaign.set_defaults(func=_cmd_campaign)
+
+
+def add_simtraces(sub: Any) -> None:
+    sim = sub.add_parser(
+        "simtraces", help="write traces of TLC's random simulation of RRef and validate them"
+    )
+    sim.add_argument("--runs", type=int, default=5, help="behaviours, one TLC run each")
+    sim.add_argument("--seed", type=int, default=1, help="TLC's seed of the first run")
+    sim.add_argument("--depth", type=int, default=40, help="events per behaviour (at most)")
+    sim.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    sim.add_argument("--out", type=Path, required=True, help="folder for the trace files")
+    sim.set_defaults(func=_cmd_simtraces)
+
+
+def add_contract(sub: Any) -> None:
+    contract = sub.add_parser(
+        "contract", help="what a protocol's traces must carry (for another implementation)"
+    )
+    contract.add_argument("protocol", help="a protocol name (rref, rendezvous) or module:MAP")
+    contract.add_argument("--json", action="store_true", help="as JSON instead of Markdown")
+    contract.set_defaults(func=_cmd_contract)
+
+
+def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
+    merged = [merge_traces([load_trace(path) for path in args.traces])] if args.merge else None
+    peeks = [] if merged else [peek_trace(p) for p in args.traces]  # read once, passed on
+    protocols = {t.header.protocol for t in merged or peeks}
+    if args.mapping is None and len(protocols) != 1:
+        raise TracecheckError(f"traces of several protocols {sorted(protocols)}: pass --mapping")
+    mapping = load_mapping(args.mapping or protocols.pop())
+    toolchain()
+    explain = not args.no_explain
+    if merged:
+        traces = merged
+        report = validate_traces(traces, mapping, args.spec_root, explain=explain)
+    else:  # each file read as its chunk comes, while TLC checks the previous ones
+        traces, report = validate_files(peeks, mapping, args.spec_root, explain=explain)
+    coverage = action_coverage(report, mapping, args.spec_root)
+    witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
+    kept = keep_failures(
+        traces,
+        report,
+        mapping,
+        args.spec_root,
+        witness=witness,
+        coverage=coverage,
+        root=args.artifacts,
+    )
+    if args.json:
+        print(json.dumps(_with_coverage(report, coverage, witness, kept), indent=2))
+    else:
+        print_report(console, report, coverage)
+        if witness is not None:
+            print_witness(console, witness)
+        _print_kept(console, kept)
+    return 0 if report.all_accepted and (witness is None or witness.all_clean) else 1
+
+
+def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
+    toolchain()
+    console.print(
+        f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
+        f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
+    )
+    result = run_campaign(
+        args.protocol,
+        args.runs,
+        args.seed,
+        args.steps,
+        args.spec_root,
+        out=args.out,
+        invariants=args.invariants,
+    )
+    witness = result.invariants
+    coverage = action_coverage(result.report, load_mapping(args.protocol), args.spec_root)
+    kept = keep_campaign(result, args.spec_root, root=args.artifacts)
+    if args.json:
+        print(json.dumps(_with_coverage(result, coverage, kept=kept), indent=2))
+    else:
+        print_report(console, result.report, coverage)
+        if witness is not None:
+            print_witness(console, witness)
+        console.print(
+            f"simulated in {result.simulate_seconds:.1f} s; "
+            + (
+                f"[red]rejected seeds {result.rejected_seeds}[/]"
+                if result.rejected_seeds
+                else "[green]every trace accepted[/]"
+            )
+            + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
+        )
+        _print_kept(console, kept)
+    return 0 if result.report.all_accepted and (witness is None or witness.all_clean) else 1
+
+
+def _print_kept(console: Console, kept: Path | None) -> None:
+    if kept is not None:
+        console.print(f"[red]the failing traces, generated modules and report are in {kept}[/]")
+
+
+def _with_coverage(
+    result: BaseModel,
+    coverage: CoverageSummary,
+    witness: WitnessReport | None = None,
+    kept: Path | None = None,
+) -> dict[str, Any]:
+    """The result as JSON with every spec action's coverage (or the reason it has none) and,
+    when checked, the invariants on the accepted behaviours."""
+    extra: dict[str, Any] = {"action_coverage": coverage.model_dump(mode="json")}
+    if witness is not None:
+        extra["invariants"] = witness.model_dump(mode="json")
+    if kept is not None:
+        extra["artifacts"] = str(kept)
+    return result.model_dump(mode="json") | extra
+
+
+def _cmd_simtraces(args: argparse.Namespace, console: Console) -> int:
+    from tracecheck.campaigns.simtraces import write_sim_traces  # noqa: PLC0415 - only this command
+
+    toolchain()
+    seeds = range(args.seed, args.seed + args.runs)
+    paths = write_sim_traces(args.spec_root, args.out, seeds, args.depth)
+    mapping = load_mapping("rref")
+    _, report = validate_files(paths, mapping, args.spec_root)
+    print_report(console, report, action_coverage(report, mapping, args.spec_root))
+    return 0 if report.all_accepted else 1
+
+
+def _cmd_contract(args: argparse.Namespace, console: Console) -> int:
+    from tracecheck.protocols.contract import contract_markdown, contract_of  # noqa: PLC0415 - only here
+
+    found = contract_of(load_mapping(args.protocol))
+    print(found.model_dump_json(indent=2) if args.json else contract_markdown(found), end="")
+    del console
+    return 0
