@@ -20,7 +20,9 @@ from tracecheck.protocols.mapping import ActionMap, ProtocolMap, spec_actions
 from tracecheck.replay.artifacts import keep_failures
 from tracecheck.replay.coverage import CoverageSummary, action_coverage
 from tracecheck.replay.explain import Explanation
-from tracecheck.replay.validate import CheckerError, TraceVerdict, ValidationReport, validate_traces
+from tracecheck.replay.tlcrun import CheckerError
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import TraceVerdict, ValidationReport
 from tracecheck.replay.witness import WitnessReport, check_invariants
 from tracecheck.runner.manifest import Manifest, ModelCheck, load_manifest, run_model
 from tracecheck.runner.results import Counterexample, TLCResult, Verdict

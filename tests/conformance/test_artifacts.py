@@ -13,7 +13,8 @@ from tracecheck.campaigns import campaign
 from tracecheck.cli import main
 from tracecheck.protocols import load_simulator
 from tracecheck.replay.artifacts import ARTIFACTS_ENV, failure_note
-from tracecheck.replay.validate import furthest_cursors, validate_traces
+from tracecheck.replay.batches import furthest_cursors
+from tracecheck.replay.validate import validate_traces
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.traces.load import load_trace
 

@@ -10,7 +10,7 @@ from support.ledger import LEDGER, SPEC_ROOT
 from tracecheck.campaigns.campaign import run_campaign
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.coverage import NOT_PRODUCED, action_coverage
-from tracecheck.replay.validate import ValidationReport
+from tracecheck.replay.verdicts import ValidationReport
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

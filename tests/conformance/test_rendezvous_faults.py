@@ -22,7 +22,8 @@ from protoref.rendezvous.faults import CONFIG, FAULTS, Fault, run_with_fault
 from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.replay.artifacts import failure_note
 from tracecheck.replay.explain import Explanation
-from tracecheck.replay.validate import ValidationReport, validate_traces
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.traces.load import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent.parent

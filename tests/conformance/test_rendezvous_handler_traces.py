@@ -30,7 +30,8 @@ from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousSt
 from protoref.rendezvous.store import FileStore, InMemoryStore
 from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.replay.artifacts import failure_note
-from tracecheck.replay.validate import ValidationReport, validate_traces
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.traces.load import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent.parent

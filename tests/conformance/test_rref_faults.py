@@ -30,7 +30,8 @@ from protoref.tracing import JsonlSink
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay.artifacts import failure_note
 from tracecheck.replay.explain import Explanation
-from tracecheck.replay.validate import TraceVerdict, ValidationReport, validate_traces
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import TraceVerdict, ValidationReport
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, load_trace
 from tracecheck.traces.postdelta import resolve

@@ -40,7 +40,8 @@ from protoref.rref.trace import EVENT_ADAPTER, make_event
 from protoref.tracing import encode_line
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay.explain import Explanation
-from tracecheck.replay.validate import TraceVerdict, validate_traces
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import TraceVerdict
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, TraceFormatError, load_trace, parse_trace_lines
 from tracecheck.traces.postdelta import resolve

@@ -20,7 +20,8 @@ from protoref.rref.simulator import SimConfig, Simulator
 from protoref.tracing import JsonlSink
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay.explain import Explanation
-from tracecheck.replay.validate import ValidationReport, validate_traces
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, load_trace
 from tracecheck.traces.postdelta import resolve

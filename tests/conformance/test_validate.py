@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header, trace
-from tracecheck.replay import validate
-from tracecheck.replay.validate import chunk_shares, chunks, validate_files, validate_traces
+from tracecheck.replay import batches
+from tracecheck.replay.batches import chunk_shares, chunks
+from tracecheck.replay.validate import validate_files, validate_traces
 from tracecheck.traces.load import TraceFormatError, load_trace, peek_trace
 
 
@@ -331,7 +332,7 @@ def test_a_batch_cut_into_chunks_gets_the_same_verdicts(monkeypatch: pytest.Monk
     late_bad = trace([GOOD[0], GOOD[1], GOOD[1] | {"seq": 3}, GOOD[2]], source="late-bad")
     traces = [trace(GOOD, source=f"good{i}") for i in range(4)] + [bad, late_bad]
     whole = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
-    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)  # three chunks, the middle one larger
+    monkeypatch.setattr(batches, "CHUNK_EVENTS", 6)  # three chunks, the middle one larger
     assert chunks(range(6), [len(t.events) for t in traces]) == [[0, 1], [2, 3, 4], [5]]
     cut = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
     assert [v.accepted for v in cut.verdicts] == [True] * 4 + [False, False]
@@ -357,7 +358,7 @@ def test_files_get_the_verdicts_of_the_loaded_traces(
     bad = [GOOD[0], event("Receive", "b", 1, 2, a=2)]
     files = [_write(tmp_path, f"good{i}.ndjson", GOOD) for i in range(4)]
     files.insert(2, _write(tmp_path, "bad.ndjson", bad))
-    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)  # several chunks, read one by one
+    monkeypatch.setattr(batches, "CHUNK_EVENTS", 6)  # several chunks, read one by one
     traces, report = validate_files(files, LEDGER, SPEC_ROOT)
     assert [t.source for t in traces] == [str(f) for f in files]
     assert traces == [load_trace(f) for f in files]
@@ -373,7 +374,7 @@ def test_a_malformed_file_in_a_later_chunk_is_the_loaders_error(
     files = [_write(tmp_path, f"good{i}.ndjson", GOOD) for i in range(4)]
     broken = tmp_path / "broken.ndjson"
     broken.write_text(files[0].read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
-    monkeypatch.setattr(validate, "CHUNK_EVENTS", 6)
+    monkeypatch.setattr(batches, "CHUNK_EVENTS", 6)
     with pytest.raises(TraceFormatError) as caught:
         validate_files([*files, broken], LEDGER, SPEC_ROOT)
     with pytest.raises(TraceFormatError) as loading:

@@ -13,8 +13,9 @@ from support.ledger_audit import LEDGER_AUDIT, LEDGER_AUDIT_HIDDEN
 from tracecheck.cli import main
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
+from tracecheck.replay.tlcrun import CheckerError, run_rendered, spec_library
 from tracecheck.replay.tracespec import render_batch
-from tracecheck.replay.validate import CheckerError, run_rendered, spec_library, validate_traces
+from tracecheck.replay.validate import validate_traces
 from tracecheck.replay.witness import check_invariants, protocol_invariants
 from tracecheck.runner.results import Verdict
 

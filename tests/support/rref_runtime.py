@@ -14,7 +14,8 @@ from protoref import rpc
 from protoref.rref.runtime.agent import Agent, ShutdownReport
 from protoref.rref.runtime.demo import free_port
 from tracecheck.protocols.rref import RREF
-from tracecheck.replay.validate import ValidationReport, validate_traces
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.traces.load import Trace, load_trace, merge_traces
 
 SPEC_ROOT = Path(__file__).resolve().parent.parent.parent / "spec"

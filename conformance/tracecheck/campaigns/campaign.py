@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.replay.artifacts import keep_failures, rejections
-from tracecheck.replay.validate import ValidationReport, validate_files
+from tracecheck.replay.validate import validate_files
+from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.replay.witness import WitnessReport, check_invariants
 from tracecheck.traces.load import load_trace
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.rref import STEADY_APP_WEIGHT, simulate
 from tracecheck.replay.javareader import READER_ENV
-from tracecheck.replay.validate import CheckerError, validate_files
+from tracecheck.replay.tlcrun import CheckerError
+from tracecheck.replay.validate import validate_files
 
 __all__ = ["Row", "TVFigures", "measure", "prefix_file", "tv_block"]
 

@@ -31,7 +31,7 @@ from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.coverage import CoverageSummary
 from tracecheck.replay.report import print_report
 from tracecheck.replay.tracespec import TRACE_MODULE, render_batch
-from tracecheck.replay.validate import ValidationReport
+from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.replay.witness import (
     WITNESS_MODULE,
     WitnessReport,

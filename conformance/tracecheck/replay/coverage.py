@@ -20,7 +20,7 @@ from rich.table import Table
 
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols.mapping import ProtocolMap, spec_actions
-from tracecheck.replay.validate import ValidationReport
+from tracecheck.replay.verdicts import ValidationReport
 
 __all__ = [
     "NOT_PRODUCED",

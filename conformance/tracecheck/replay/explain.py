@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.replay.tlcrun import CheckerError, run_rendered
 from tracecheck.replay.tracespec import printed_values, render_batch
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
@@ -306,8 +307,6 @@ def explain_rejection(
     options: TLCOptions | None = None,
 ) -> Explanation:
     """Re-run ``trace`` alone up to event ``index`` and say why that event has no step."""
-    from tracecheck.replay.validate import CheckerError, run_rendered  # noqa: PLC0415 - a cycle
-
     event = trace.events[index - 1]
     action = mapping.action(event.event)
     if action is None:  # render_batch refuses unknown events, so a loaded trace has none

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from tracecheck.replay.coverage import CoverageSummary, coverage_table
 from tracecheck.replay.explain import Explanation
-from tracecheck.replay.validate import TraceVerdict, ValidationReport
+from tracecheck.replay.verdicts import TraceVerdict, ValidationReport
 
 __all__ = ["print_report"]
 

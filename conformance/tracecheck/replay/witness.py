@@ -38,7 +38,9 @@ from rich.markup import escape
 
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols.mapping import ProtocolMap
+from tracecheck.replay.batches import furthest_cursors
 from tracecheck.replay.javareader import reader_classes
+from tracecheck.replay.tlcrun import CheckerError, run_rendered, spec_library, spec_variables
 from tracecheck.replay.tracespec import (
     TRACE_MODULE,
     RenderedBatch,
@@ -46,14 +48,7 @@ from tracecheck.replay.tracespec import (
     printed_values,
     render_batch,
 )
-from tracecheck.replay.validate import (
-    CheckerError,
-    ValidationReport,
-    furthest_cursors,
-    run_rendered,
-    spec_library,
-    spec_variables,
-)
+from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.runner.manifest import MANIFEST_NAME, Expect, ProtocolManifest
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions

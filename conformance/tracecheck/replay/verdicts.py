@@ -1,0 +1,61 @@
+"""The checker's verdicts: per trace (accepted, or where it stops making sense) and per batch
+(with coverage and figures)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tracecheck.traces.load import TraceEvent
+
+__all__ = ["Rejection", "TraceVerdict", "ValidationReport"]
+
+
+class Rejection(BaseModel):
+    """Where a rejected trace stops making sense."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: 1-based index of the first event no spec behaviour explains.
+    index: int
+    #: The line of the trace file it came from.
+    line: int
+    event: TraceEvent
+
+
+class TraceVerdict(BaseModel):
+    """The verdict on one trace."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    source: str
+    accepted: bool
+    events: int
+    #: How many events, from the first, some spec behaviour explains.
+    matched: int
+    rejection: Rejection | None = None
+    #: Filled by the explain pass for rejected traces.
+    explanation: object | None = None
+
+
+class ValidationReport(BaseModel):
+    """Verdicts for a set of traces, with coverage and figures."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    protocol: str
+    verdicts: list[TraceVerdict]
+    #: Events per spec action over the accepted traces.
+    coverage: dict[str, int]
+    #: Spec actions the mapping knows that no accepted trace exercised.
+    uncovered: list[str]
+    tlc_runs: int
+    #: Traces the simulation pass accepted (the others went to breadth-first search).
+    simulated: int = 0
+    events: int
+    seconds: float
+    distinct_states: int = 0
+    rate: float = Field(default=0.0, description="events per second, end to end")
+
+    @property
+    def all_accepted(self) -> bool:
+        return all(v.accepted for v in self.verdicts)
