@@ -12,7 +12,8 @@ import pytest
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, trace
 from tracecheck.replay.javareader import CACHE_ENV, READER_ENV, reader_classes
 from tracecheck.replay.tlcrun import run_rendered, spec_library
-from tracecheck.replay.tracespec import DATA_FILE, render_batch
+from tracecheck.replay.tracedata import DATA_FILE
+from tracecheck.replay.tracespec import render_batch
 from tracecheck.replay.validate import validate_traces
 from tracecheck.runner.results import Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc

@@ -1,9 +1,9 @@
 """The fast trace renderer against the simple one it replaced, kept here as the test oracle.
 
-:mod:`tracecheck.replay.tracespec`, :mod:`tracecheck.traces.postdelta` and
-:mod:`tracecheck.traces.jsonvalue` render each event with shortcuts (a set logged as last time
-is not re-encoded, an element's canonical text is taken from the node's previous set, the
-JSON-to-TLA+ text skips building error paths).
+:mod:`tracecheck.replay.tracespec` (with :mod:`tracecheck.replay.tracedata`),
+:mod:`tracecheck.traces.postdelta` and :mod:`tracecheck.traces.jsonvalue` render each event with
+shortcuts (a set logged as last time is not re-encoded, an element's canonical text is taken from
+the node's previous set, the JSON-to-TLA+ text skips building error paths).
 The generated artefacts must stay byte for byte what the simple implementation wrote, so the
 tests below render simulated campaign traces and hypothesis-generated ones both ways.
 """
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from support.ledger import LEDGER, header
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import NODE, ActionMap, ProtocolMap
-from tracecheck.replay import tracespec
+from tracecheck.replay import tracedata, tracespec
 from tracecheck.tla.values import format_value
 from tracecheck.traces import jsonvalue
 from tracecheck.traces.jsonvalue import JsonValueError, tla_text
@@ -298,16 +298,16 @@ def _assert_renders_as_reference(
     reference's plan and lines (the module and cfg templates are shared, not under test)."""
     keys, lines, nodes = _ref_lines(traces, mapping, compact=compact)
     plan = DeltaPlan(keys=keys)
-    constants = tracespec.constants_for(traces[0], mapping)
+    constants = tracedata.constants_for(traces[0], mapping)
     if mapping.derive is not None:
         constants |= dict(mapping.derive(traces))
     variables = ["x", "y"]
     with_reader = tracespec.render_batch(
         traces, mapping, compact=compact, variables=variables, reader=Path("reader")
     )
-    assert with_reader.data_file == tracespec._data_file(lines)
+    assert with_reader.data_file == tracedata.data_file(lines)
     inline = tracespec.render_batch(traces, mapping, compact=compact, variables=variables)
-    assert inline.data_module == tracespec._data_module(traces, lines)
+    assert inline.data_module == tracedata.data_module(traces, lines)
     for rendered in (with_reader, inline):
         assert rendered.trace_module == tracespec._trace_module(
             mapping, constants, len(traces), plan, nodes
@@ -345,7 +345,7 @@ def test_campaign_traces_render_as_the_reference(
     traces = campaign[protocol]
     by_constants: dict[tuple[tuple[str, str], ...], list[Trace]] = {}
     for t in traces:
-        key = tuple(sorted(tracespec.constants_for(t, mapping).items()))
+        key = tuple(sorted(tracedata.constants_for(t, mapping).items()))
         by_constants.setdefault(key, []).append(t)
     for batch in by_constants.values():
         _assert_renders_as_reference(batch, mapping, compact=compact)
@@ -523,9 +523,9 @@ def test_generated_traces_render_as_the_reference(batch: list[list[str]], compac
 
     def reference() -> object:
         keys, lines, nodes = _ref_lines(traces, SETS, compact=compact)
-        constants = tracespec.constants_for(traces[0], SETS)
+        constants = tracedata.constants_for(traces[0], SETS)
         module = tracespec._trace_module(SETS, constants, len(traces), DeltaPlan(keys=keys), nodes)
-        return tracespec._data_file(lines), tracespec._data_module(traces, lines), module
+        return tracedata.data_file(lines), tracedata.data_module(traces, lines), module
 
     assert _outcome(fast) == _outcome(reference)
 
@@ -563,7 +563,7 @@ def test_elements_equal_in_python_but_not_in_json_render_as_the_reference(
     )
     fast = _outcome(lambda: tracespec.render_batch([trace], SETS, compact=True).data_module)
     reference = _outcome(
-        lambda: tracespec._data_module([trace], _ref_lines([trace], SETS, compact=True)[1])
+        lambda: tracedata.data_module([trace], _ref_lines([trace], SETS, compact=True)[1])
     )
     assert fast == reference
 
@@ -597,7 +597,7 @@ def test_a_set_whose_differences_do_not_pay_is_retired_as_by_the_reference(
             lambda c=compact: tracespec.render_batch([trace], SETS, compact=c).data_module
         )
         reference = _outcome(
-            lambda c=compact: tracespec._data_module(
+            lambda c=compact: tracedata.data_module(
                 [trace], _ref_lines([trace], SETS, compact=c)[1]
             )
         )

@@ -10,15 +10,8 @@ from itertools import accumulate
 from pathlib import Path
 
 from tracecheck.protocols.mapping import ProtocolMap
-from tracecheck.replay.tlcrun import require_clean, run_rendered
-from tracecheck.replay.tracespec import (
-    DONE_TAG,
-    MAX_TAG,
-    SIM_MODULE,
-    RenderedBatch,
-    printed_values,
-    render_batch,
-)
+from tracecheck.replay.tlcrun import printed_values, require_clean, run_rendered
+from tracecheck.replay.tracespec import DONE_TAG, MAX_TAG, SIM_MODULE, RenderedBatch, render_batch
 from tracecheck.replay.verdicts import Rejection, TraceVerdict
 from tracecheck.runner.results import TLCResult
 from tracecheck.runner.tlc import TLCOptions

@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
-from tracecheck.replay.tlcrun import CheckerError, run_rendered
-from tracecheck.replay.tracespec import printed_values, render_batch
+from tracecheck.replay.tlcrun import CheckerError, printed_values, run_rendered
+from tracecheck.replay.tracespec import render_batch
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.values import format_value

@@ -1,6 +1,7 @@
 """Running generated modules with TLC: write a rendered batch (and any extra modules) to a
 temporary folder, run TLC on it with the options trace runs need, and say plainly when TLC could
-not run them (:class:`CheckerError`: a bug in a mapping or spec, never a verdict)."""
+not run them (:class:`CheckerError`: a bug in a mapping or spec, never a verdict); and the values
+the generated modules print (:func:`printed_values`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,20 @@ from pathlib import Path
 
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols.mapping import ProtocolMap
-from tracecheck.replay.tracespec import DATA_FILE, TRACE_MODULE, RenderedBatch
+from tracecheck.replay.tracedata import DATA_FILE
+from tracecheck.replay.tracespec import TRACE_MODULE, RenderedBatch
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
+from tracecheck.tla.values import TLAValueError, parse_value
 
-__all__ = ["CheckerError", "require_clean", "run_rendered", "spec_library", "spec_variables"]
+__all__ = [
+    "CheckerError",
+    "printed_values",
+    "require_clean",
+    "run_rendered",
+    "spec_library",
+    "spec_variables",
+]
 
 
 class CheckerError(TracecheckError):
@@ -88,3 +98,40 @@ def require_clean(result: TLCResult, what: str) -> None:
             f"TLC could not check {what}: {result.verdict.value}: {result.summary}"
             + (f" ({details})" if details else "")
         )
+
+
+def printed_values(lines: Sequence[str], tag: str) -> list[tuple[object, ...]]:
+    """The tuples ``<<"tag", ...>>`` that PrintT wrote, in order (TLC wraps long ones)."""
+    text = "\n".join(lines)
+    found: list[tuple[object, ...]] = []
+    for match in re.finditer(rf'<<\s*"{re.escape(tag)}"', text):
+        end = _closing(text, match.start())
+        if end is None:
+            continue
+        try:
+            value = parse_value(text[match.start() : end])
+        except TLAValueError:
+            continue
+        if isinstance(value, tuple):
+            found.append(value)
+    return found
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The end of the ``<<...>>`` opening at ``start``, skipping strings."""
+    depth, i = 0, start
+    while i < len(text):
+        if text[i] == '"':
+            i += 1
+            while i < len(text) and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif text.startswith("<<", i):
+            depth += 1
+            i += 1
+        elif text.startswith(">>", i):
+            depth -= 1
+            i += 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None

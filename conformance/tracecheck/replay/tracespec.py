@@ -16,50 +16,45 @@ and so on, printing a marker as each trace is consumed. Simulation keeps no set 
 a proof of rejection: :mod:`tracecheck.replay.validate` runs the breadth-first ``TraceSpec`` on
 every trace the simulation did not accept.
 
-The data module is INSTANCEd, not EXTENDed: SANY runs its PlusCal-translation check on every
-module a root EXTENDS (seconds on a large trace) and on none that are instantiated.
+The events' text, the data module and the Java reader's file come from
+:mod:`tracecheck.replay.tracedata`. The data module is INSTANCEd, not EXTENDed: SANY runs its
+PlusCal-translation check on every module a root EXTENDS (seconds on a large trace) and on none that
+are instantiated.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
 
-from tracecheck.protocols.mapping import NODE, ActionMap, ProtocolMap
-from tracecheck.tla.values import TLAValueError, format_value, parse_value
-from tracecheck.traces.jsonvalue import JsonValueError, tla_text
-from tracecheck.traces.load import Trace, TraceFormatError, TraceHeader
-from tracecheck.traces.postdelta import (
-    UNCHANGED,
-    Delta,
-    DeltaError,
-    DeltaPlan,
-    element_text,
-    encode_compact,
+from tracecheck.protocols.mapping import ProtocolMap
+from tracecheck.replay.tracedata import (
+    DATA_MODULE,
+    READER_DATA_MODULE,
+    READER_MODULE,
+    constants_for,
+    data_file,
+    data_module,
+    delta_error,
+    event_lines,
+    event_rows,
 )
+from tracecheck.tla.values import format_value
+from tracecheck.traces.load import Trace
+from tracecheck.traces.postdelta import DeltaError, DeltaPlan, encode_compact
 
 __all__ = [
-    "DATA_FILE",
-    "DATA_MODULE",
     "DONE_TAG",
+    "MAX_TAG",
     "OPS_MODULE",
-    "READER_MODULE",
     "SIM_MODULE",
     "TRACE_MODULE",
     "RenderedBatch",
-    "constants_for",
-    "printed_values",
     "render_batch",
 ]
 
-DATA_MODULE = "TraceData"
 TRACE_MODULE = "TraceSpec"
-#: The events for the Java reader, and the module whose operator it overrides.
-DATA_FILE = "TraceData.txt"
-READER_MODULE = "TraceIO"
 #: Operators for mappings' post-state expressions, with native versions in the Java reader.
 OPS_MODULE = "TraceOps"
 #: The root module of the simulation pass (see the module docstring).
@@ -100,210 +95,6 @@ class RenderedBatch:
         return found
 
 
-def _tla(value: object, trace: Trace, index: int, field: str) -> str:
-    try:
-        return tla_text(value, field)
-    except JsonValueError as exc:
-        raise TraceFormatError(trace.source, trace.lines[index], str(exc)) from exc
-
-
-@dataclass(frozen=True)
-class _Action:
-    """What rendering needs of one mapped action, worked out once per batch."""
-
-    #: The logged argument names, and the parameters in order (:data:`NODE` or an argument).
-    args: frozenset[str]
-    params: tuple[str, ...]
-    #: (logged post field, TLA+ expression), in the mapping's order.
-    post: tuple[tuple[str, str], ...]
-    post_fields: frozenset[str]
-    #: Field paths for error messages: ``args.<param>`` and ``post.<field>``.
-    param_paths: tuple[str, ...]
-    post_paths: tuple[str, ...]
-    #: The event line's opening, ``<<"Event", ``.
-    head: str
-
-    @classmethod
-    def of(cls, action: ActionMap) -> _Action:
-        return cls(
-            args=frozenset(action.args),
-            params=action.params,
-            post=tuple(action.post.items()),
-            post_fields=frozenset(action.post),
-            param_paths=tuple(f"args.{p}" for p in action.params),
-            post_paths=tuple(f"post.{f}" for f in action.post),
-            head=f"<<{format_value(action.event)}, ",
-        )
-
-
-class _Row(NamedTuple):
-    """One event: its action, node, parameter values and (expression, value) post pairs, as
-    logged JSON (a tuple, not a dataclass: one is built per event)."""
-
-    action: _Action
-    node: str
-    params: tuple[Any, ...]
-    post: tuple[tuple[str, Any], ...]
-
-
-def _check_row(trace: Trace, index: int, mapping: ProtocolMap) -> None:
-    """Raise the TraceFormatError for an event that does not fit its mapped action."""
-    event = trace.events[index]
-    line = trace.lines[index]
-    action = mapping.action(event.event)
-    if action is None:
-        known = ", ".join(sorted(a.event for a in mapping.actions))
-        raise TraceFormatError(
-            trace.source, line, f"field event: {event.event!r} maps to no spec action ({known})"
-        )
-    missing = [a for a in action.args if a not in event.args]
-    extra = sorted(set(event.args) - set(action.args))
-    if missing or extra:
-        raise TraceFormatError(
-            trace.source,
-            line,
-            f"field args: {event.event} takes {list(action.args)}; "
-            f"missing {missing}, unexpected {extra}",
-        )
-    absent = [f for f in action.post if f not in event.post]
-    if absent:
-        raise TraceFormatError(trace.source, line, f"field post: {event.event} needs {absent}")
-
-
-def _rows(trace: Trace, actions: dict[str, _Action], mapping: ProtocolMap) -> list[_Row]:
-    """Each event of ``trace`` as a row; the first one that does not fit its action raises."""
-    rows: list[_Row] = []
-    append = rows.append
-    for index, event in enumerate(trace.events):
-        action = actions.get(event.event)
-        args, post = event.args, event.post
-        if action is None or args.keys() != action.args or not action.post_fields <= post.keys():
-            _check_row(trace, index, mapping)
-            raise AssertionError(
-                "unreachable: _check_row raises for this event"
-            )  # pragma: no cover
-        node = event.node
-        params = tuple([node if p == NODE else args[p] for p in action.params])
-        append(_Row(action, node, params, tuple([(e, post[f]) for f, e in action.post])))
-    return rows
-
-
-#: A set logged as the node's previous one: nothing removed, nothing added.
-_UNCHANGED_TEXT = "<<{}, {}>>"
-
-
-class _Formatter:
-    """JSON to TLA+ text, memoised by canonical JSON text: ids, user records and messages
-    recur in thousands of events. A value that has no TLA+ form is a TraceFormatError."""
-
-    def __init__(self) -> None:
-        self._memo: dict[bytes, str] = {}
-        # Strings (nodes, names) by themselves: their text depends on nothing else, and they
-        # are most of the parameters (no canonical JSON text to build for them).
-        self._strings: dict[str, str] = {}
-
-    def __call__(self, value: Any, trace: Trace, index: int, field: str) -> str:
-        if value is UNCHANGED:
-            return _UNCHANGED_TEXT
-        kind = type(value)
-        if kind is str:
-            text = self._strings.get(value)
-            if text is None:
-                text = self._strings[value] = _tla(value, trace, index, field)
-            return text
-        if kind is Delta:
-            removed = self._set(value.removed, trace, index, field)
-            added = self._set(value.added, trace, index, field)
-            return f"<<{removed}, {added}>>"
-        return self._text(element_text(value), value, trace, index, field)
-
-    def _text(self, key: bytes, value: Any, trace: Trace, index: int, field: str) -> str:
-        text = self._memo.get(key)
-        if text is None:
-            text = self._memo[key] = _tla(value, trace, index, field)
-        return text
-
-    def _set(self, elements: dict[bytes, Any], trace: Trace, index: int, field: str) -> str:
-        if not elements:
-            return "{}"
-        parts = sorted([self._text(k, e, trace, index, field) for k, e in elements.items()])
-        return "{" + ", ".join(parts) + "}"
-
-
-def constants_for(trace: Trace, mapping: ProtocolMap) -> dict[str, str]:
-    """The spec constants of this trace as TLA+ expressions (traces batch when they agree);
-    constants the mapping derives from a whole batch are added by :func:`render_batch`."""
-    return header_constants(trace.header, trace.source, mapping)
-
-
-def header_constants(header: TraceHeader, source: str, mapping: ProtocolMap) -> dict[str, str]:
-    """:func:`constants_for` from a trace's header alone (``source`` names it in errors)."""
-    nodes = format_value(frozenset(header.nodes))
-    settings: dict[str, str] = {}
-    for k, v in header.settings.items():
-        try:
-            settings[k] = tla_text(v, f"header.settings.{k}")
-        except JsonValueError as exc:
-            raise TraceFormatError(source, 1, str(exc)) from exc
-    rendered: dict[str, str] = {}
-    for name, template in mapping.constants.items():
-        try:
-            rendered[name] = template.format(nodes=nodes, settings=settings)
-        except KeyError as exc:
-            raise TraceFormatError(
-                source, 1, f"field settings: the spec constant {name} needs {exc}"
-            ) from None
-    return rendered
-
-
-def _event_lines(
-    traces: Sequence[Trace],
-    rows: Sequence[Sequence[_Row]],
-    posts: Sequence[Sequence[Sequence[Any]]],
-) -> list[list[str]]:
-    """Per trace, each event as one line of TLA+ value text:
-    ``<<event, node, <<params>>, <<post values>>>>``."""
-    fmt = _Formatter()
-    nodes: dict[str, str] = {}
-    out: list[list[str]] = []
-    for trace, events, values in zip(traces, rows, posts, strict=True):
-        lines: list[str] = []
-        append = lines.append
-        for i, ((action, node, params, _), post) in enumerate(zip(events, values, strict=True)):
-            node_text = nodes.get(node)
-            if node_text is None:
-                node_text = nodes[node] = format_value(node)
-            texts = [fmt(v, trace, i, f) for f, v in zip(action.param_paths, params, strict=True)]
-            logged = [fmt(v, trace, i, f) for f, v in zip(action.post_paths, post, strict=True)]
-            append(f"{action.head}{node_text}, <<{', '.join(texts)}>>, <<{', '.join(logged)}>>>>")
-        out.append(lines)
-    return out
-
-
-def _data_module(traces: Sequence[Trace], lines: Sequence[Sequence[str]]) -> str:
-    """The traces as a TLA+ constant module: one event per line (SANY takes minutes over one
-    long line)."""
-    out = [f"---- MODULE {DATA_MODULE} ----", "\\* Generated by tracecheck; do not edit."]
-    out += ["EXTENDS Integers, TLC  \\* unary minus; :> and @@ of logged functions", ""]
-    for number, (trace, events) in enumerate(zip(traces, lines, strict=True), 1):
-        out.append(f"\\* {trace.source}")
-        out.append(f"Trace{number} == <<")
-        out += [f"  {line}," for line in events[:-1]] + [f"  {events[-1]}", ">>", ""]
-    out.append("Traces == <<" + ", ".join(f"Trace{n}" for n in range(1, len(traces) + 1)) + ">>")
-    out.append("====")
-    return "\n".join(out) + "\n"
-
-
-def _data_file(lines: Sequence[Sequence[str]]) -> str:
-    """The traces for the Java reader (java/tlc2/overrides/TLCOverrides.java): ``#`` before each
-    trace, then one event per line."""
-    out: list[str] = []
-    for events in lines:
-        out.append("#")
-        out += events
-    return "\n".join(out) + "\n"
-
-
 #: The stubs the reader overrides: without the override TVRead fails loudly, never silently.
 _READER_MODULE = f"""---- MODULE {READER_MODULE} ----
 \\* Generated by tracecheck. TVRead is replaced by tlc2.overrides.TLCOverrides (Java).
@@ -330,13 +121,6 @@ TVMinus(S, T) == S \\ T
 \\* The entries of the function V whose keys are not in DOMAIN U: what V = U @@ (new entries)
 \\* added (natively: one merge of the two domains sorted, nothing when V is U).
 TVNewEntries(U, V) == {{V[x] : x \\in DOMAIN V \\ DOMAIN U}}
-====
-"""
-
-_READER_DATA_MODULE = f"""---- MODULE {DATA_MODULE} ----
-\\* Generated by tracecheck; do not edit. The events are in {DATA_FILE}, one per line.
-EXTENDS {READER_MODULE}
-Traces == TVRead("{DATA_FILE}")
 ====
 """
 
@@ -534,8 +318,7 @@ def render_batch(
             raise ValueError(f"{trace.source}: its constants differ; render it in its own batch")
     if mapping.derive is not None:
         constants |= dict(mapping.derive(traces))
-    actions = {a.event: _Action.of(a) for a in mapping.actions}
-    rows = [_rows(t, actions, mapping) for t in traces]
+    rows = event_rows(traces, mapping)
     shapes = [[(r.node, r.post) for r in events] for events in rows]
     try:
         if compact:
@@ -544,7 +327,7 @@ def render_batch(
             plan = DeltaPlan(keys={})
             posts = plan.encode(shapes)
     except DeltaError as exc:
-        raise _delta_error(traces[exc.trace], rows[exc.trace], exc) from exc
+        raise delta_error(traces[exc.trace], rows[exc.trace], exc) from exc
     nodes = sorted({r.node for events in rows for r in events})
     cfg = [
         "\\* Generated by tracecheck. Deadlock checking is off: a consumed trace has no",
@@ -563,10 +346,10 @@ def render_batch(
         sim_cfg = text.replace("NEXT TraceNext", "NEXT SimNext").replace(
             "CONSTRAINT TraceWatch", "INVARIANT TraceDone"
         )
-    lines = _event_lines(traces, rows, posts)
+    lines = event_lines(traces, rows, posts)
     return RenderedBatch(
-        data_module=_READER_DATA_MODULE if reader else _data_module(traces, lines),
-        data_file=_data_file(lines) if reader else None,
+        data_module=READER_DATA_MODULE if reader else data_module(traces, lines),
+        data_file=data_file(lines) if reader else None,
         reader=reader,
         trace_module=_trace_module(mapping, constants, len(traces), plan, nodes),
         cfg=text,
@@ -574,50 +357,3 @@ def render_batch(
         sim_module=sim_module,
         sim_cfg=sim_cfg,
     )
-
-
-def _delta_error(trace: Trace, rows: Sequence[_Row], exc: DeltaError) -> TraceFormatError:
-    """A delta that cannot be applied, as the TraceFormatError naming its event's line and
-    post field."""
-    action = rows[exc.index].action
-    field = next((f for f, e in action.post if e == exc.key), exc.key)
-    return TraceFormatError(
-        trace.source, trace.lines[exc.index], f"field post.{field}: {exc.problem}"
-    )
-
-
-def printed_values(lines: Sequence[str], tag: str) -> list[tuple[object, ...]]:
-    """The tuples ``<<"tag", ...>>`` that PrintT wrote, in order (TLC wraps long ones)."""
-    text = "\n".join(lines)
-    found: list[tuple[object, ...]] = []
-    for match in re.finditer(rf'<<\s*"{re.escape(tag)}"', text):
-        end = _closing(text, match.start())
-        if end is None:
-            continue
-        try:
-            value = parse_value(text[match.start() : end])
-        except TLAValueError:
-            continue
-        if isinstance(value, tuple):
-            found.append(value)
-    return found
-
-
-def _closing(text: str, start: int) -> int | None:
-    """The end of the ``<<...>>`` opening at ``start``, skipping strings."""
-    depth, i = 0, start
-    while i < len(text):
-        if text[i] == '"':
-            i += 1
-            while i < len(text) and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif text.startswith("<<", i):
-            depth += 1
-            i += 1
-        elif text.startswith(">>", i):
-            depth -= 1
-            i += 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None

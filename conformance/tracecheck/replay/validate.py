@@ -43,7 +43,7 @@ from tracecheck.replay.batches import TLC_PROCESSES, GroupRun, chunks
 from tracecheck.replay.explain import explain_rejection
 from tracecheck.replay.javareader import reader_classes
 from tracecheck.replay.tlcrun import CheckerError, spec_library, spec_variables
-from tracecheck.replay.tracespec import header_constants
+from tracecheck.replay.tracedata import header_constants
 from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.traces.load import Trace, TraceHeader, TracePeek, load_trace, peek_trace

@@ -40,14 +40,15 @@ from tracecheck.errors import TracecheckError
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.batches import furthest_cursors
 from tracecheck.replay.javareader import reader_classes
-from tracecheck.replay.tlcrun import CheckerError, run_rendered, spec_library, spec_variables
-from tracecheck.replay.tracespec import (
-    TRACE_MODULE,
-    RenderedBatch,
-    constants_for,
+from tracecheck.replay.tlcrun import (
+    CheckerError,
     printed_values,
-    render_batch,
+    run_rendered,
+    spec_library,
+    spec_variables,
 )
+from tracecheck.replay.tracedata import constants_for
+from tracecheck.replay.tracespec import TRACE_MODULE, RenderedBatch, render_batch
 from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.runner.manifest import MANIFEST_NAME, Expect, ProtocolManifest
 from tracecheck.runner.results import TLCResult, Verdict

@@ -185,7 +185,7 @@ def _changes(
     A set logged as last time (the same canonical JSON text) is :data:`UNCHANGED` without a
     text per element: one orjson call over the list instead of one per element. Its elements
     may differ from the last ones in the order of their keys, which no text depends on: a
-    removed element's TLA+ text was memoised when it was added (:mod:`tracecheck.replay.tracespec`).
+    removed element's TLA+ text was memoised when it was added (:mod:`tracecheck.replay.tracedata`).
     A logged delta costs a text per element it names, whatever the size of the set."""
     last: dict[tuple[str, str], _Logged] = {}
     dumps, get = orjson.dumps, last.get
