@@ -13,17 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracecheck.tla.values import (
-    MAX_DEPTH,
-    ModelValue,
-    Record,
-    TLAFunction,
-    TLAValue,
-    TLAValueError,
-    format_value,
-    parse_state,
-    parse_value,
-)
+from tracecheck.tla.parser import MAX_DEPTH, TLAValueError, parse_state, parse_value
+from tracecheck.tla.values import ModelValue, Record, TLAFunction, TLAValue, format_value
 
 # --- hand-written values ---------------------------------------------------------------------
 

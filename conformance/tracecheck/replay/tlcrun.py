@@ -16,7 +16,7 @@ from tracecheck.replay.tracedata import DATA_FILE
 from tracecheck.replay.tracespec import TRACE_MODULE, RenderedBatch
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
-from tracecheck.tla.values import TLAValueError, parse_value
+from tracecheck.tla.parser import TLAValueError, parse_value
 
 __all__ = [
     "CheckerError",

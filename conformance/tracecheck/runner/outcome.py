@@ -27,7 +27,7 @@ from tracecheck.runner.tooloutput import (
     parse_progress,
     parse_stats,
 )
-from tracecheck.tla.values import TLAValueError, parse_state
+from tracecheck.tla.parser import TLAValueError, parse_state
 
 __all__ = ["ResultBuilder", "sany_error"]
 
