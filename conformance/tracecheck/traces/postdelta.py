@@ -14,15 +14,8 @@ without ITF tags (strings, integers, booleans, lists as tuples, objects as recor
 keys), so an expression is delta-encoded only when none of its elements has a tag: ``{"#set":
 [1, 2]}`` and ``{"#set": [2, 1]}`` differ as text and are equal as sets.
 
-Since trace schema version 3 an implementation may log such a field as a delta itself,
-``{"#add": [...], "#del": [...]}``: what the node's slice gained and lost since the value the
-same node last logged for the same field (the empty set before its first). The RRef
-implementation does, for every per-node set: its traces are then linear in their length, and
-this module no longer encodes and compares the whole sets (about half of the checker's Python
-time per event when they were logged whole). A delta stands for the whole set
-``(last \\ del) \\cup add``, exactly as :func:`resolve` rebuilds it; an element removed that was
-not there, or added that already was, changes nothing (the post-state is what is checked, and it
-is well defined). Its elements must be tag-free, since they are matched by text. An expression
+Since trace schema version 3 an implementation may log such a field as a delta itself
+(:mod:`tracecheck.traces.deltas`): its traces are then linear in their length. An expression
 logged as a delta anywhere is rendered as differences, whatever it saves.
 
 Planning walks every logged set, and for a set whose elements are all new at each event
@@ -39,15 +32,25 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 import orjson
 
+from tracecheck.traces.deltas import (
+    MIXED,
+    NO_CHANGE,
+    NOTHING,
+    UNCHANGED,
+    Delta,
+    DeltaError,
+    Shape,
+    apply_delta,
+    delta_lists,
+    resolve,
+)
+
 __all__ = [
-    "UNCHANGED",
-    "Delta",
-    "DeltaError",
+    "RETIRE_AFTER",
+    "WORTH",
     "DeltaPlan",
-    "element_text",
     "encode_compact",
     "plan_deltas",
-    "resolve",
 ]
 
 T = TypeVar("T")
@@ -56,31 +59,8 @@ R = TypeVar("R")
 #: Delta-encode an expression only when that shrinks its logged elements at least this much.
 WORTH = 0.75
 
-#: One event as the planner sees it: the acting node and its (expression, JSON value) posts.
-Shape = tuple[str, Sequence[tuple[str, Any]]]
-
 
 _SORTED = orjson.OPT_SORT_KEYS
-
-
-def element_text(element: Any) -> bytes:
-    """The canonical JSON text of a set element (compact, objects with sorted keys)."""
-    return orjson.dumps(element, option=orjson.OPT_SORT_KEYS)
-
-
-class Delta(NamedTuple):
-    """A logged set as the elements removed from and added to the node's previous one
-    (canonical JSON text -> JSON element). A tuple, not a frozen dataclass: one is made per
-    changed set, and a frozen dataclass's ``__init__`` costs several times as much."""
-
-    removed: dict[bytes, Any]
-    added: dict[bytes, Any]
-
-
-_NOTHING: dict[bytes, Any] = {}
-#: The delta of a set logged exactly as the node's previous one (a third of all logged sets
-#: in the RRef campaign traces): shared, and recognised by identity when rendering.
-UNCHANGED = Delta(_NOTHING, _NOTHING)
 
 
 class _Logged(NamedTuple):
@@ -91,51 +71,6 @@ class _Logged(NamedTuple):
     items: list[Any] | None  # its elements as logged, and their canonical texts
     texts: list[bytes] | None
     elements: dict[bytes, Any]  # canonical text -> element (owned: a delta updates it)
-
-
-class DeltaError(ValueError):
-    """A logged delta that cannot be applied: ``index`` is the event's (0-based) in its trace,
-    ``key`` the post expression (or field) it was logged for, ``trace`` the trace's index in a
-    batch once known."""
-
-    def __init__(self, index: int, key: str, problem: str) -> None:
-        super().__init__(problem)
-        self.index = index
-        self.key = key
-        self.problem = problem
-        self.trace = 0
-
-
-def _delta_lists(value: Any) -> tuple[list[Any], list[Any]] | None:
-    """``(add, del)`` of a value logged as ``{"#add": [...], "#del": [...]}``, else None."""
-    if type(value) is dict and len(value) == 2:
-        add = value.get("#add")
-        gone = value.get("#del")
-        if type(add) is list and type(gone) is list:
-            return add, gone
-    return None
-
-
-def _tag_free(texts: Iterable[bytes], index: int, key: str) -> None:
-    if any(b'"#' in t for t in texts):
-        raise DeltaError(
-            index, key, "a delta's elements must be tag-free JSON (they are matched by text)"
-        )
-
-
-def _apply(
-    elements: dict[bytes, Any], add: list[Any], gone: list[Any], index: int, key: str
-) -> tuple[dict[bytes, Any], dict[bytes, Any]]:
-    """Apply a logged delta to ``elements`` in place; the elements it really removed and
-    added, by canonical text (an element both removed and added stays)."""
-    dumps = orjson.dumps
-    added_texts = {dumps(e, option=_SORTED): e for e in add}
-    gone_texts = [dumps(e, option=_SORTED) for e in gone]
-    _tag_free([*added_texts, *gone_texts], index, key)
-    removed = {t: elements.pop(t) for t in gone_texts if t in elements and t not in added_texts}
-    added = {t: e for t, e in added_texts.items() if t not in elements}
-    elements.update(added)
-    return removed or _NOTHING, added or _NOTHING
 
 
 def _texts(items: list[Any], whole: bytes, seen: _Logged | None) -> list[bytes]:
@@ -198,7 +133,7 @@ def _changes(
             count = counts.get(expr)
             if count is None:
                 count = counts[expr] = [0, 0, 0, 0]
-            if value == _NO_CHANGE and count[1] >= 0 and not count[3]:
+            if value == NO_CHANGE and count[1] >= 0 and not count[3]:
                 # a delta changing nothing (most of those an implementation logs): no text,
                 # no state; a set that could not be changed (count[1] < 0) is the error below
                 count[2] += 1
@@ -206,7 +141,7 @@ def _changes(
                 continue
             items = value.get("#set") if isinstance(value, dict) and len(value) == 1 else None
             if not isinstance(items, list):
-                lists = _delta_lists(value)
+                lists = delta_lists(value)
                 if lists is None:
                     _opaque(last, (expr, node), index, count)
                     row.append(None)
@@ -250,11 +185,11 @@ def _logged_whole(
     texts = _texts(items, whole, seen)
     now = dict(zip(texts, items, strict=True))
     last[where] = _Logged(whole, items, texts, now)
-    before = _NOTHING if seen is None else seen.elements
+    before = NOTHING if seen is None else seen.elements
     gone_keys = before.keys() - now.keys()
     new = now.keys() - before.keys()
-    removed = {t: before[t] for t in gone_keys} if gone_keys else _NOTHING
-    added = {t: now[t] for t in new} if new else _NOTHING
+    removed = {t: before[t] for t in gone_keys} if gone_keys else NOTHING
+    added = {t: now[t] for t in new} if new else NOTHING
     count[0] += len(items)
     if count[1] >= 0:
         count[1] += len(removed) + len(added)
@@ -281,14 +216,8 @@ class _Restart(Exception):  # noqa: N818 - a signal, not an error
         self.expr = expr
 
 
-#: A logged delta that changes nothing.
-_NO_CHANGE: Final[dict[str, list[Any]]] = {"#add": [], "#del": []}
 #: What a node logged last for an expression when that was no tag-free set: no delta can follow.
 _OPAQUE: Final = _Logged(b"", None, None, {})
-_MIXED: Final = (
-    "logged as a delta, and for this expression also as a value that is no tag-free set: "
-    "a delta needs a set to change"
-)
 
 
 def _opaque(
@@ -297,7 +226,7 @@ def _opaque(
     """A value for ``where[0]`` that is no tag-free set: the expression cannot be rendered
     as differences, which an expression logged as a delta must be."""
     if count[2]:
-        raise DeltaError(index, where[0], _MIXED)
+        raise DeltaError(index, where[0], MIXED)
     count[1] = -1
     last[where] = _OPAQUE
 
@@ -315,7 +244,7 @@ def _logged_delta(
         raise _Restart(where[0])
     seen = last.get(where)
     if count[1] < 0 or seen is _OPAQUE:
-        raise DeltaError(index, where[0], _MIXED)
+        raise DeltaError(index, where[0], MIXED)
     if seen is None:
         elements: dict[bytes, Any] = {}
     elif seen.whole is None:
@@ -325,47 +254,15 @@ def _logged_delta(
     count[2] += 1
     add, gone = lists
     if add or gone:
-        removed, added = _apply(elements, add, gone, index, where[0])
+        removed, added = apply_delta(elements, add, gone, index, where[0])
     else:
-        removed = added = _NOTHING
+        removed = added = NOTHING
     if seen is None or seen.whole is not None:
         last[where] = _Logged(None, None, None, elements)
     count[0] += len(elements)
     if count[1] >= 0:
         count[1] += len(removed) + len(added)
     return UNCHANGED if not removed and not added else Delta(removed, added)
-
-
-def resolve(events: Sequence[Shape]) -> list[list[Any]]:
-    """Per event, its post values with each logged delta replaced by the whole set it stands
-    for (``{"#set": [...]}``, elements in the order of their canonical texts): what the
-    literal rendering and rejection reports show. ``Shape``'s keys may be post expressions or
-    field names, as long as one node's values for one key are meant to follow each other."""
-    state: dict[tuple[str, str], dict[bytes, Any] | None] = {}
-    dumps = orjson.dumps
-    out: list[list[Any]] = []
-    for index, (node, posts) in enumerate(events):
-        row: list[Any] = []
-        for key, value in posts:
-            lists = _delta_lists(value)
-            if lists is None:
-                items = value.get("#set") if isinstance(value, dict) and len(value) == 1 else None
-                # the base of a delta that may follow (None: no set a delta could change)
-                base = None
-                if isinstance(items, list):
-                    base = {dumps(e, option=_SORTED): e for e in items}
-                    if any(b'"#' in t for t in base):
-                        base = None
-                state[(key, node)] = base
-                row.append(value)
-                continue
-            elements = state.setdefault((key, node), {})  # (state owns it: updated in place)
-            if elements is None:
-                raise DeltaError(index, key, _MIXED)
-            _apply(elements, *lists, index, key)
-            row.append({"#set": [elements[t] for t in sorted(elements)]})
-        out.append(row)
-    return out
 
 
 @dataclass(frozen=True)
