@@ -10,6 +10,7 @@ with ``ast``, so nothing is imported to build it.
 from __future__ import annotations
 
 import ast
+import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -154,6 +155,32 @@ def test_sub_packages_are_layers(package: str) -> None:
     assert {"tracecheck.replay", "tracecheck.runner"} <= set(graph)
     circles = cycles(graph)
     assert not circles, f"{package}'s sub-packages import each other: {_describe(graph, circles)}"
+
+
+def test_every_folder_of_modules_is_a_package() -> None:
+    """A sub-package without ``__init__.py`` imports (as a namespace package) but is left out of
+    the installed package; ``traces/`` was nearly one, its name being ignored by git for a while."""
+    for folder in SCOPE.values():
+        holders = {p.parent for p in folder.rglob("*.py") if "__pycache__" not in p.parts}
+        missing = sorted(
+            str(f.relative_to(ROOT)) for f in holders if not (f / "__init__.py").is_file()
+        )
+        assert not missing, f"folders of modules without __init__.py: {missing}"
+
+
+def test_no_module_is_ignored_by_git() -> None:
+    """What git ignores is never committed: ruff skips it too, and a clean clone lacks it."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    files = [str(p) for folder in SCOPE.values() for p in folder.rglob("*.py")]
+    found = subprocess.run(
+        ["git", "check-ignore", "--no-index", *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert found.returncode == 1, f"ignored by git: {found.stdout or found.stderr}"
 
 
 # --- the checks reject circles ------------------------------------------------------------------
