@@ -6,6 +6,11 @@ The public API: the TLC runner (:func:`run_tlc`, :func:`run_sany`), the model ma
 validation (:func:`validate_traces`, :func:`run_campaign`), action coverage
 (:func:`action_coverage`), invariants on accepted behaviours (:func:`check_invariants`) and
 the artefacts of a failure (:func:`keep_failures`).
+
+The sub-packages are layers, each importing only those before it: ``tla`` (TLA+ as text),
+``runner`` (TLC), ``traces`` (trace files), ``protocols`` (mapping tables), ``replay`` (traces
+through the spec), ``campaigns`` (many traces at once), ``cli`` (the command); docs/conformance.md
+says what each module holds.
 """
 
 from tracecheck.campaigns.campaign import CampaignResult, run_campaign
