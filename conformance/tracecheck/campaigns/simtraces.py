@@ -24,6 +24,7 @@ from typing import Any
 
 from protoref.tracing import SCHEMA_VERSION
 from tracecheck.errors import TracecheckError
+from tracecheck.protocols import load_mapping
 from tracecheck.protocols.mapping import NODE, ProtocolMap
 from tracecheck.runner.results import CounterexampleState, TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
@@ -210,8 +211,6 @@ def write_sim_traces(
     spec_root: Path, out: Path, seeds: Sequence[int], depth: int = 40, ids: int = 6
 ) -> list[Path]:
     """One trace file per seed, ``out/sim-seed<S>.ndjson``, from ``tlc -simulate``."""
-    from tracecheck.protocols import load_mapping  # noqa: PLC0415 - protocols import us lazily
-
     mapping = load_mapping("rref")
     out.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -262,7 +262,7 @@ def _breaches(
             invariants=sorted(str(n) for n in failing) if isinstance(failing, frozenset) else [],
             after=cursor - 1,
             hidden=hidden if isinstance(hidden, int) else 0,
-            # printed_values parsed these with tlavalue.parse_value: they are TLA+ values.
+            # printed_values parsed these with tla.parser.parse_value: they are TLA+ values.
             state={
                 k: format_value(cast("TLAValue", v)) for k, v in zip(labels, values, strict=True)
             },
