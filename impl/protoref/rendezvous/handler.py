@@ -94,7 +94,8 @@ class DynamicRendezvousHandler:
         self._tracer = tracer
         if tracer is not None:
             observer = tracer.observe if observer is None else _both(tracer.observe, observer)
-        self._runner = NodeRunner(self.node, StateHolder(store, settings), observer)
+        holder = StateHolder(store, settings, self.clock.domain)
+        self._runner = NodeRunner(self.node, holder, observer)
         self._lock = threading.RLock()  # torch's _heartbeat_lock: one op at a time
         self._heartbeats = HeartbeatTimer(
             settings.keep_alive_interval, self._keep_alive, f"rdzv-heartbeat-{self.node}"
