@@ -113,6 +113,8 @@ class DynamicRendezvousHandler:
         if self.start_delay > 0 and self._runner.holder.state.round == 0:
             threading.Event().wait(random.uniform(0, self.start_delay))
         with self._lock:
+            if self._runner.pc is Pc.STOPPED:  # closed before, and closed is final
+                raise RendezvousClosedError(f"rendezvous {self.settings.run_id!r} is closed")
             self._run(Op.EXIT)
             view = self._runner.view
         self._start_heartbeats()
@@ -128,7 +130,10 @@ class DynamicRendezvousHandler:
 
     def set_closed(self) -> None:
         with self._lock:
-            self._run(Op.CLOSE)
+            # A node stopped by ERROR_CLOSED / GracefulExit saw the rendezvous closed, which
+            # stays closed (ClosedStableProp): torch's close op would FINISH at once.
+            if self._runner.pc is not Pc.STOPPED:
+                self._run(Op.CLOSE)
 
     def num_nodes_waiting(self) -> int:
         """Nodes in the wait list (the redundancy list is not counted, as in torch)."""
