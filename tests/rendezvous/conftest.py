@@ -1,4 +1,5 @@
-"""A local etcd for the rendezvous tests: one per test session, on free loopback ports.
+"""A local etcd for the rendezvous tests: one per test session, on free loopback ports; torch
+2.13 for the torchrun backend's tests.
 
 etcd is a required test dependency (``.ci/run`` installs Debian's ``etcd-server``): without the
 binary the etcd tests FAIL with the install hint. ``PROTOREF_SKIP_ETCD=1`` turns that into a skip
@@ -7,6 +8,7 @@ for a developer who knowingly runs without etcd; CI never sets it.
 
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
 import os
 from collections.abc import Iterator
@@ -53,3 +55,22 @@ def etcd_prefix() -> str:
 def etcd_store(etcd_server: EtcdServer, etcd_prefix: str) -> Iterator[EtcdStore]:
     with EtcdStore(etcd_server.endpoint, prefix=etcd_prefix) as store:
         yield store
+
+
+TORCH_INSTALL_HINT = "pip install -e '.[torch]' (torch 2.13.0, CPU)"
+
+
+@pytest.fixture(scope="session")
+def torch_version() -> str:
+    """torch 2.13 (the torchrun backend's tests run real torchrun agents): fail without it,
+    or skip with ``PROTOREF_SKIP_TORCH=1`` for a developer who knowingly runs without torch."""
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        version = ""
+    if version.startswith("2.13."):
+        return version
+    problem = f"torch {version} is not 2.13" if version else "torch is not installed"
+    if os.environ.get("PROTOREF_SKIP_TORCH") == "1":
+        pytest.skip(f"PROTOREF_SKIP_TORCH=1: torchrun tests not run ({problem})")
+    pytest.fail(f"the torchrun tests need torch 2.13: {problem}; {TORCH_INSTALL_HINT}")
