@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from protoref.rendezvous.etcd_cluster import EtcdCluster
 from protoref.rendezvous.etcd_server import (
     ETCD_INSTALL_HINT,
     EtcdNotInstalledError,
@@ -40,9 +41,24 @@ def etcd_binary() -> Path:
 
 
 @pytest.fixture(scope="session")
-def etcd_server(etcd_binary: Path) -> Iterator[EtcdServer]:
+def etcd_single(etcd_binary: Path) -> Iterator[EtcdServer]:
     with EtcdServer(etcd_binary) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def etcd_cluster3(etcd_binary: Path) -> Iterator[EtcdCluster]:
+    """3 members on loopback; ``endpoint`` and ``url`` list them all (the store fails over)."""
+    with EtcdCluster(3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["etcd", "etcd-cluster3"])
+def etcd_server(request: pytest.FixtureRequest) -> EtcdServer | EtcdCluster:
+    """Every etcd test runs against one member and against a 3-member cluster."""
+    name = "etcd_single" if request.param == "etcd" else "etcd_cluster3"
+    server: EtcdServer | EtcdCluster = request.getfixturevalue(name)
+    return server
 
 
 @pytest.fixture
@@ -52,7 +68,7 @@ def etcd_prefix() -> str:
 
 
 @pytest.fixture
-def etcd_store(etcd_server: EtcdServer, etcd_prefix: str) -> Iterator[EtcdStore]:
+def etcd_store(etcd_server: EtcdServer | EtcdCluster, etcd_prefix: str) -> Iterator[EtcdStore]:
     with EtcdStore(etcd_server.endpoint, prefix=etcd_prefix) as store:
         yield store
 

@@ -62,7 +62,7 @@ def _clean(outcome: list[tuple[int, list[dict[str, Any]]]], rounds: int) -> bool
 def _url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     if kind == "file":
         return f"file:{tmp_path}"
-    etcd: EtcdServer = request.getfixturevalue("etcd_server")
+    etcd: EtcdServer = request.getfixturevalue("etcd_single")
     prefix: str = request.getfixturevalue("etcd_prefix")
     return f"{etcd.url}{prefix}"
 
