@@ -43,8 +43,8 @@
 (*    named and removable through RefAblations to show it is needed:       *)
 (*      "tombstone"  a worker remembers the ids it released (or saw a      *)
 (*                   cleanup for) and getOrCreateContext refuses them;     *)
-(*      "defer"      a cleanup waits until the worker's running handlers   *)
-(*                   of that context have finished;                        *)
+(*      "defer"      a cleanup, and the creator's own release, wait until  *)
+(*                   the worker's running handlers of the context finish; *)
 (*      "skipSender" the cascade does not send the cleanup back to the     *)
 (*                   worker it came from (#32497);                          *)
 (*      "orphan"     a holder releases a context whose creator crashed     *)
@@ -53,8 +53,10 @@
 (*    "Echo" the Reference's (dead recv functions fire a zero gradient at  *)
 (*    graph-task start; a BACKWARD_START flood along the known workers,    *)
 (*    acknowledged once a worker's graph task is complete, tells the root  *)
-(*    when every worker is done), "Drain" the research note's proposal     *)
-(*    (a graph task answers when its ready queue and its RPCs drain).      *)
+(*    when every worker is done; its parts "zeroDead" and "flood" are      *)
+(*    removable through RefAblations too), "Drain" the research note's     *)
+(*    proposal (a graph task answers when its ready queue and its RPCs     *)
+(*    drain).                                                              *)
 (*                                                                         *)
 (* What is abstracted away                                                 *)
 (*  - Tensors and values: a message carries or does not carry grad; a      *)
@@ -306,7 +308,9 @@ NestedSendMessageWithAutograd(w, h, dst, grad) ==
 (* current id, sendReleaseContextRpc (fire and forget).  PyTorch does not   *)
 (* wait for the block's RPCs (LateForward: it may exit with them in        *)
 (* flight; otherwise the application awaited them).  A backward pass runs   *)
-(* on this very thread, so it is over.                                      *)
+(* on this very thread, so it is over.  Reference ("defer"): the release    *)
+(* also waits for this worker's running handlers of the context (a nested   *)
+(* call back to the creator), as a cleanup does.                            *)
 ReleaseContext(w) ==
     /\ alive[w]
     /\ cur[w] # None
@@ -549,11 +553,12 @@ Discard(msg) ==
 -----------------------------------------------------------------------------
 (* Backward                                                                 *)
 
-\* The graph task of c on w is over: FAST: every send function executed (the *)
-\* root too, on the root) and every recv function with a consumer fired, and *)
-\* the outstanding RPCs answered; Echo: every function executed, including   *)
-\* dead recv functions, and every flood child done; Drain: nothing ready and *)
-\* no RPC outstanding (unexecuted sends do not hold it up).
+(* The graph task of c on w is over.  FAST: every send function executed   *)
+(* (the root too, on the root), every recv function with a consumer fired,  *)
+(* and the outstanding RPCs answered.  Echo: every function executed,        *)
+(* including recv functions nothing consumes, and every flood child done.   *)
+(* Drain: nothing ready and no RPC outstanding (unexecuted sends do not     *)
+(* hold it up).                                                             *)
 ReadyRecv(w, c, r) ==
     /\ r.mid \notin ExecdOf(w, c)
     /\ Consumers(w, c, r) \subseteq ExecdOf(w, c)
