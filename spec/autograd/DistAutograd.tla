@@ -120,7 +120,8 @@ vars == <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending, n
 bwdVars == <<execd, grads, bstate, outst, awaiting, parent, echoWait>>
 
 -----------------------------------------------------------------------------
-(* Identifiers, records and messages                                        *)
+(* Identifiers, records and messages.  Files are under                      *)
+(* torch/csrc/distributed/ in torch 2.13.                                   *)
 
 None == <<>>                  \* no context (current_context_id_ = -1), no message id
 NoWorker == -1
@@ -276,8 +277,8 @@ SendMessageWithAutograd(w, dst, grad) ==
     /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, handlers, tomb, released, alive, bwdVars>>
 
 (* The UDF running on a handler thread calls on (nesting): the guard makes   *)
-(* getMessageWithAutograd wrap it in the caller's context and record dst in *)
-(* THIS worker's known workers.  currentContext() must find the context:    *)
+(* getMessageWithAutograd (autograd/utils.cpp) wrap it in the caller's      *)
+(* context and record dst in THIS worker's known workers.  currentContext() must find the context:    *)
 (* if a cleanup erased it mid-request, the call raises ("Couldn't find     *)
 (* autograd context data for current autograd context id") and the UDF     *)
 (* can only fail (FinishForwardAutogradReq answers with the error).        *)
@@ -303,8 +304,8 @@ NestedSendMessageWithAutograd(w, h, dst, grad) ==
           /\ handlers' = (handlers \ {h}) \cup {[h EXCEPT !.wait = m, !.called = TRUE]}
     /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, tomb, released, alive, bwdVars>>
 
-(* `with` exits: _release_context -> DistAutogradContainer::releaseContext: *)
-(* the id must exist; snapshot knownWorkerIds_, erase, reset the thread's   *)
+(* `with` exits: _release_context -> DistAutogradContainer::releaseContext  *)
+(* (context/container.cpp): the id must exist; snapshot knownWorkerIds_, erase, reset the thread's   *)
 (* current id, sendReleaseContextRpc (fire and forget).  PyTorch does not   *)
 (* wait for the block's RPCs (LateForward: it may exit with them in        *)
 (* flight; otherwise the application awaited them).  A backward pass runs   *)
@@ -350,8 +351,9 @@ DistEngineExecute(w) ==
 -----------------------------------------------------------------------------
 (* Faults (no fairness)                                                     *)
 
-(* sendWithRetries retried a CLEANUP_AUTOGRAD_CONTEXT_REQ whose first       *)
-(* attempt was delivered after all: both copies arrive.                     *)
+(* RpcAgent::sendWithRetries (rpc/rpc_agent.cpp) retried a                  *)
+(* CLEANUP_AUTOGRAD_CONTEXT_REQ whose first attempt was delivered after     *)
+(* all: both copies arrive.                                                 *)
 RetryCleanup(m) ==
     /\ DupCleanup
     /\ m \in net /\ m.type = "CLEANUP" /\ m.dup = 0
@@ -359,8 +361,9 @@ RetryCleanup(m) ==
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
                    tomb, released, alive, bwdVars>>
 
-(* The cleanup's 20 retries are exhausted ("Could not release Dist Autograd *)
-(* Context on node ..." is logged).  The Reference retries until the        *)
+(* The cleanup's 20 retries are exhausted (sendReleaseContextRpc's callback *)
+(* in context/container.cpp logs "Could not release Dist Autograd Context   *)
+(* on node ...").  The Reference retries until the        *)
 (* destination acknowledges or is known to be dead.                        *)
 LoseCleanupMsg(m) ==
     /\ LoseCleanup /\ ~Reference
@@ -370,8 +373,9 @@ LoseCleanupMsg(m) ==
                    tomb, released, alive, bwdVars>>
 
 (* A worker dies with its container.  The RPC agents of the other workers   *)
-(* fail the futures of requests it will never answer (the request in       *)
-(* flight or being handled); the rest of what was sent to it is lost.      *)
+(* (rpc/tensorpipe_agent.cpp) fail the futures of requests it will never   *)
+(* answer (the request in flight or being handled); the rest of what was   *)
+(* sent to it is lost.                                                      *)
 Crash(w) ==
     /\ w \in CrashWorkers
     /\ alive[w]
@@ -425,8 +429,9 @@ ProcessForwardAutogradReq(w, msg) ==
     /\ UNCHANGED <<nextCtx, nextMsg, cur, known, sends, pending, tomb, released, alive,
                    bwdVars>>
 
-(* The UDF has returned: the continuation of processForwardAutogradReq,     *)
-(* again under the guard, wraps the response with                           *)
+(* The UDF has returned: the continuation of processForwardAutogradReq      *)
+(* (rpc/request_callback_no_python.cpp), again under the guard, wraps the   *)
+(* response with                                                            *)
 (* getMessageWithAutograd(fromWorkerId, response, FORWARD_AUTOGRAD_RESP):   *)
 (* unwrapped if the result does not require grad; otherwise a message id,  *)
 (* a send function and the caller recorded as a known worker -- which needs *)
@@ -486,8 +491,9 @@ DeserializeForwardAutogradResp(w, msg, loss) ==
                                ELSE h : h \in handlers}
     /\ UNCHANGED <<nextCtx, nextMsg, cur, known, sends, tomb, released, alive, bwdVars>>
 
-(* The future completes with an unwrapped value or an exception (a nested   *)
-(* call's exception makes the UDF fail).                                    *)
+(* The future completes with an unwrapped value or an exception             *)
+(* (deserializeResponse, rpc/utils.cpp; a nested call's exception makes the *)
+(* UDF fail).                                                               *)
 DeserializeResponse(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "RESP" /\ msg.dst = w
@@ -502,8 +508,9 @@ DeserializeResponse(w, msg) ==
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, tomb, released, alive,
                    bwdVars>>
 
-(* CLEANUP_AUTOGRAD_CONTEXT_REQ -> processCleanupAutogradContextReq ->      *)
-(* DistAutogradContainer::releaseContextIfPresent: absent -> nothing, and   *)
+(* CLEANUP_AUTOGRAD_CONTEXT_REQ -> processCleanupAutogradContextReq         *)
+(* (rpc/request_callback_no_python.cpp) -> DistAutogradContainer::          *)
+(* releaseContextIfPresent (context/container.cpp): absent -> nothing, and  *)
 (* nothing forwarded; present -> erase and send a cleanup to every known    *)
 (* worker (the cascade; each incarnation forwards at most once).  The       *)
 (* response is sent at once (not modelled: nothing waits for it).          *)
@@ -596,10 +603,12 @@ RecvRpcBackwardApply(w, c, r) ==
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
                    tomb, released, alive, grads, bstate, awaiting, parent, echoWait>>
 
-(* BACKWARD_AUTOGRAD_REQ -> processBackwardAutogradReq: retrieveContext and *)
+(* BACKWARD_AUTOGRAD_REQ -> processBackwardAutogradReq                      *)
+(* (rpc/request_callback_no_python.cpp): retrieveContext and                *)
 (* retrieveSendFunction (both throw: the answer is an error), then          *)
-(* DistEngine::executeSendFunctionAsync: the first request of the context   *)
-(* computes the dependencies (over every send function) and is answered   *)
+(* DistEngine::executeSendFunctionAsync (engine/dist_engine.cpp): the first *)
+(* request of the context computes the dependencies (over every send       *)
+(* function) and is answered                                                *)
 (* only when the graph task and this worker's outstanding RPCs are done;    *)
 (* later requests are answered at once.  The send function runs and feeds  *)
 (* the leaf.  Drain answers every request on draining; Echo answers none    *)
@@ -637,7 +646,8 @@ ProcessBackwardAutogradReq(w, msg) ==
                    tomb, released, alive, outst, parent, echoWait>>
 
 (* BACKWARD_AUTOGRAD_RESP completes an outstanding RPC's future             *)
-(* (DistAutogradContext::addOutstandingRpc's callback); an error fails the *)
+(* (DistAutogradContext::addOutstandingRpc's callback, context/context.cpp; *)
+(* deserializeResponse in rpc/utils.cpp); an error fails the               *)
 (* graph task, and the error travels on to whoever waits for it.            *)
 ProcessBackwardAutogradResp(w, msg) ==
     /\ alive[w]
@@ -655,7 +665,8 @@ ProcessBackwardAutogradResp(w, msg) ==
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
                    tomb, released, alive, execd, grads, parent, echoWait>>
 
-(* DistEngine::cleanupBackwardPass once the graph task is over: on the root *)
+(* DistEngine::cleanupBackwardPass (engine/dist_engine.cpp) once the graph  *)
+(* task is over: on the root                                                *)
 (* dist_autograd.backward returns; elsewhere the future of the first        *)
 (* request completes (FAST) or every waiting request is answered (Drain,    *)
 (* the task staying open), or the flood parent is told (Echo).              *)
