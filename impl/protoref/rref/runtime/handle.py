@@ -11,24 +11,15 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import weakref
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 from protoref.ids import GloballyUniqueId, WorkerId
-
-if TYPE_CHECKING:
-    from protoref.rref.runtime.agent import Agent
+from protoref.rref.runtime.current import Worker, WorkerInfo, current_worker
 
 __all__ = ["RRef", "WorkerInfo"]
 
 T = TypeVar("T")
 Gid = GloballyUniqueId
-
-
-class WorkerInfo(NamedTuple):
-    """torch.distributed.rpc.WorkerInfo: a worker's name and rank."""
-
-    name: str
-    id: int
 
 
 class RRef(Generic[T]):
@@ -38,16 +29,14 @@ class RRef(Generic[T]):
     _finalizer: weakref.finalize[[Gid], RRef[Any]] | None
 
     def __init__(self, value: T) -> None:
-        from protoref.rref.runtime.agent import current_agent  # noqa: PLC0415 - import cycle
-
-        agent = current_agent()
+        agent = current_worker()
         r, box = agent.create_local(value)
         self._init(agent, agent.name, r, None, box)
         self._finalizer = weakref.finalize(self, agent.release_owner, r)
 
     def _init(
         self,
-        agent: Agent,
+        agent: Worker,
         owner: WorkerId,
         r: Gid,
         f: Gid | None,
@@ -60,7 +49,7 @@ class RRef(Generic[T]):
         self._box = box
 
     @classmethod
-    def _owner_side(cls, agent: Agent, r: Gid, box: cf.Future[Any], *, held: bool) -> RRef[Any]:
+    def _owner_side(cls, agent: Worker, r: Gid, box: cf.Future[Any], *, held: bool) -> RRef[Any]:
         h: RRef[Any] = object.__new__(cls)
         h._init(agent, agent.name, r, None, box)
         # Only OwnerRRefs the core counts as held by the application (ownerHeld: rpc.RRef(obj),
@@ -69,7 +58,7 @@ class RRef(Generic[T]):
         return h
 
     @classmethod
-    def _user_side(cls, agent: Agent, owner: WorkerId, r: Gid, f: Gid) -> RRef[Any]:
+    def _user_side(cls, agent: Worker, owner: WorkerId, r: Gid, f: Gid) -> RRef[Any]:
         h: RRef[Any] = object.__new__(cls)
         h._init(agent, owner, r, f, None)
         h._finalizer = weakref.finalize(h, agent.release_user, f)
@@ -88,7 +77,7 @@ class RRef(Generic[T]):
 
     def confirmed_by_owner(self) -> bool:
         """An OwnerRRef is always confirmed; a UserRRef once it left pendingUsers_."""
-        return self.fork_id is None or self.fork_id not in self._agent.node.ctx.pending_users
+        return self.fork_id is None or self._agent.confirmed(self.fork_id)
 
     def local_value(self) -> T:
         """The value, on the owner only (blocks until a remote UDF has produced it)."""
