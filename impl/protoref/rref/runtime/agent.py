@@ -1,8 +1,9 @@
 """One RPC worker (torch's RpcAgent + RRefContext + the Python RPC API's plumbing).
 
-The machinery is in :mod:`.worker` (threads, transport, rendezvous), the application's calls in
-:mod:`.calls`, the graceful shutdown in :mod:`.shutdown`; :class:`Agent` puts them together and
-routes the frames its transport delivers.
+The machinery is in :mod:`.worker` (threads, transport, rendezvous), dead peers in
+:mod:`.liveness`, the application's calls in :mod:`.calls`, the graceful shutdown in
+:mod:`.shutdown`; :class:`Agent` puts them together and routes the frames its transport
+delivers.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Agent(Calls, Shutdown):
 
     def __init__(self, name: str, rank: int, world_size: int, options: RpcOptions) -> None:
         super().__init__(name, rank, world_size, options)
+        self._init_liveness()
         self._init_barriers()
 
     def on_frame(self, link: Link, frame: fr.Frame) -> None:

@@ -52,7 +52,18 @@ class Worker(Protocol):
 
     def release_owner(self, r: Gid) -> None: ...
 
-    def worker_info(self, name: str) -> WorkerInfo: ...
+    def worker_info(self, name: str | int | None = None) -> WorkerInfo: ...
+
+    def proxy_call(
+        self,
+        rref: Any,
+        mode: str,
+        method: str,
+        args: Any,
+        kwargs: dict[str, Any],
+        *,
+        timeout: float | None,
+    ) -> Any: ...
 
     def confirmed(self, f: Gid) -> bool: ...
 

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.runtime.current import Worker, WorkerInfo, current_worker
+from protoref.rref.runtime.proxy import RRefProxy
 
 __all__ = ["RRef", "WorkerInfo"]
 
@@ -88,11 +89,37 @@ class RRef(Generic[T]):
         return self._box.result()  # type: ignore[no-any-return]
 
     def to_here(self, timeout: float | None = None) -> T:
-        """The value: locally on the owner, else fetched (PYTHON_RREF_FETCH_CALL)."""
+        """The value: locally on the owner, else fetched (PYTHON_RREF_FETCH_CALL). ``timeout``
+        as torch's: None or negative, the worker's rpc_timeout; 0, none."""
         if self._box is not None:
-            return self._box.result(timeout)  # type: ignore[no-any-return]
+            wait = None if timeout is None or timeout <= 0 else timeout
+            return self._box.result(wait)  # type: ignore[no-any-return]
         assert self.fork_id is not None
         return self._agent.fetch(self.fork_id, self.rref_id, timeout)  # type: ignore[no-any-return]
+
+    def rpc_sync(self, timeout: float = -1.0) -> Any:
+        """``rref.rpc_sync().f(*args)``: run method ``f`` of the value on its owner, wait."""
+        return self._proxy("sync", timeout)
+
+    def rpc_async(self, timeout: float = -1.0) -> Any:
+        """``rref.rpc_async().f(*args)``: the same, a Future of its result."""
+        return self._proxy("async", timeout)
+
+    def remote(self, timeout: float = -1.0) -> Any:
+        """``rref.remote().f(*args)``: the same, an RRef to its result (owned by the owner)."""
+        return self._proxy("remote", timeout)
+
+    def _proxy(self, mode: str, timeout: float) -> RRefProxy:
+        def call(mode: str, method: str, args: Any, kwargs: dict[str, Any]) -> Any:
+            return self._agent.proxy_call(self, mode, method, args, kwargs, timeout=timeout)
+
+        return RRefProxy(call, mode)
+
+    def backward(self, dist_autograd_ctx_id: int = -1, retain_graph: bool = False) -> None:
+        """torch's RRef.backward needs distributed autograd, which protoref.rpc has not yet."""
+        raise NotImplementedError(
+            "RRef.backward needs distributed autograd, which protoref.rpc does not have yet"
+        )
 
     def __reduce__(self) -> Any:
         raise TypeError("an RRef is never pickled: pass it as an rpc argument or return value")

@@ -12,13 +12,15 @@ as a step leaves a UserRRef unreferenced: Python GC drives ``DropRRef`` through
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
+from collections.abc import Collection
 
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref import events as ev
 from protoref.rref.machine import step as core_step
 from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.node_core import COMPACT_EVERY, PENDING
+from protoref.rref.runtime.node_core import COMPACT_EVERY, PENDING, settle
 from protoref.rref.runtime.node_inbox import NodeInbox
 from protoref.rref.trace import LoseFirstAttemptArgs, RetrySendArgs, make_event
 
@@ -80,31 +82,43 @@ class Node(NodeInbox):
 
     # ------------------------------------------------------------------ application calls
 
-    def remote_timer(self, r: Gid, f: Gid) -> None:
-        """Time the rpc.remote out after ``rpc_timeout`` (RRef.tla ``TimeOutRemote``) unless it
-        was confirmed by then. Deadlines queue in order (one timeout for all) behind one loop
-        timer, so a call does not wake the loop to arm a timer of its own."""
-        self._deadlines.append((time.monotonic() + self.rpc_timeout, r, f))
-        if not self._timer_wanted:
-            self._timer_wanted = True
+    def remote_timer(self, r: Gid, f: Gid, timeout: float | None = None) -> None:
+        """Time the rpc.remote out after ``timeout`` (default ``rpc_timeout``; 0: never, as
+        torch's) unless it was confirmed by then (RRef.tla ``TimeOutRemote``). Deadlines wait in
+        a heap behind one loop timer, so a call wakes the loop only when its deadline is the
+        earliest (the first call, or a shorter timeout than those pending)."""
+        limit = self.rpc_timeout if timeout is None else timeout
+        if limit <= 0:
+            return
+        with self.lock:
+            deadline = time.monotonic() + limit
+            earliest = not self._deadlines or deadline < self._deadlines[0][0]
+            heapq.heappush(self._deadlines, (deadline, self.next_id(), r, f))
+        if earliest:
             self.later(self._arm_timer)
 
     def _arm_timer(self) -> None:
         # Loop thread only (asyncio's clock is time.monotonic, as the deadlines').
-        if self._timer is None and self._deadlines:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_at(self._deadlines[0][0], self._check_deadlines)
+        with self.lock:
+            if not self._deadlines:
+                return
+            head = self._deadlines[0][0]
+        if self._timer is not None:
+            if self._timer.when() <= head:
+                return
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_at(head, self._check_deadlines)
 
     def _check_deadlines(self) -> None:
         self._timer = None
-        self._timer_wanted = False  # before looking: a deadline queued after is seen, or re-arms
         now = time.monotonic()
-        while self._deadlines and self._deadlines[0][0] <= now:
-            _, r, f = self._deadlines.popleft()
+        due = []
+        with self.lock:
+            while self._deadlines and self._deadlines[0][0] <= now:
+                due.append(heapq.heappop(self._deadlines))
+        for _, _, r, f in due:
             self._maybe_time_out(r, f)
-        if self._deadlines:
-            self._timer_wanted = True
-            self._arm_timer()
+        self._arm_timer()
 
     def _maybe_time_out(self, r: Gid, f: Gid) -> None:
         with self.lock:
@@ -131,13 +145,36 @@ class Node(NodeInbox):
             if not self.frozen and r in self.ctx.owner_held:
                 self.apply(ev.DropOwnerRRef(r=r))
 
-    def calls_quiet(self) -> bool:
+    def calls_quiet(self, gone: Collection[WorkerId] = ()) -> bool:
         """No user call of this worker is in flight (RRef.tla ``WaitAllWorkers``'s guard):
-        every rpc.remote answered (its creator UserRRef confirmed), fetch and call replied."""
+        every rpc.remote answered (its creator UserRRef confirmed), fetch and call replied.
+        Creations and fetches owned by a worker in ``gone`` (dead) are not waited for."""
         c = self.ctx
-        creators = any(c.users[f].parent is None for f in c.pending_users)
-        mine = any(f in c.users for f in c.fetching)
+        creators = any(
+            c.users[f].parent is None and c.users[f].owner not in gone for f in c.pending_users
+        )
+        mine = any(f in c.users and c.users[f].owner not in gone for f in c.fetching)
         return not (creators or mine or c.self_calls or self.calls or self.fetches)
+
+    def peer_dead(self, peer: WorkerId, error: BaseException) -> None:
+        """Worker ``peer`` is gone: fail at once what waits on it. Its calls and fetches fail
+        with ``error``; an rpc.remote it was to answer times out now (RRef.tla
+        ``TimeOutRemote``, the step its deadline would take later); retried control messages
+        to it are no longer waited for (nobody will ack them). The protocol state keeps what
+        the spec keeps: a fetch stays pinned (Reference), messages to it stay in flight."""
+        with self.lock:
+            for call_id in [c for c, p in self.call_peers.items() if p == peer]:
+                settle(self.pop_call(call_id), None, error)
+            users = self.ctx.users
+            for f in [f for f in self.fetches if f in users and users[f].owner == peer]:
+                settle(self.fetches.pop(f), None, error)
+            for f in sorted(self.ctx.pending_users):
+                u = self.ctx.users[f]
+                if u.parent is None and u.owner == peer:
+                    self.apply(ev.TimeOutRemote(r=u.rref, f=f))
+            for ctl in [c for c, (m, _) in self.unacked.items() if m.dst == peer]:
+                del self.unacked[ctl]
+        self.on_step()
 
     def quiet(self) -> bool:
         """The sweep may run: pendingUsers_, pendingChildren_ and this worker's fetches drained."""

@@ -32,7 +32,15 @@ from protoref.rref.state import RRefContext
 from protoref.rref.trace import make_event
 from protoref.tracing import NodeClock, NullSink, TraceSink
 
-__all__ = ["COMPACT_EVERY", "DROP_SWEEP_SECONDS", "KEEP_ERRORS", "PENDING", "NodeCore", "post"]
+__all__ = [
+    "COMPACT_EVERY",
+    "DROP_SWEEP_SECONDS",
+    "KEEP_ERRORS",
+    "PENDING",
+    "NodeCore",
+    "post",
+    "settle",
+]
 
 Gid = GloballyUniqueId
 #: How many rejected frames / protocol errors a node keeps for inspection.
@@ -58,6 +66,22 @@ def post(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) ->
         loop.call_soon_threadsafe(fn, *args)
 
 
+def settle(target: cf.Future[Any] | None, value: Any, error: BaseException | None) -> bool:
+    """Complete ``target`` unless it is done already (a reply racing its timeout or its peer's
+    death: the first outcome stands); False if it was. Bypasses Future.set_result's
+    torch-shaped checks: the runtime may store any exception."""
+    if target is None:
+        return False
+    try:
+        if error is None:
+            cf.Future.set_result(target, value)
+        else:
+            cf.Future.set_exception(target, error)
+    except cf.InvalidStateError:
+        return False
+    return True
+
+
 @dataclass(eq=False)
 class NodeCore:
     """Worker ``me``'s RRefContext and everything the runtime keeps around it."""
@@ -67,7 +91,8 @@ class NodeCore:
     me: WorkerId
     #: (peer, frame class, **fields) on the outbound link; returns the link's generation.
     send_frame: Callable[..., int]
-    run_udf: Callable[[Callable[[], Any]], cf.Future[Any]]
+    #: (thunk, asynchronous) -> the UDF's future (asynchronous: the thunk returns a Future).
+    run_udf: Callable[..., cf.Future[Any]]
     codecs: Sequence[Codec] = ()
     sink: TraceSink = field(default_factory=NullSink)
     rpc_timeout: float = 60.0
@@ -78,6 +103,8 @@ class NodeCore:
     computing: set[Gid] = field(default_factory=set)
     fetches: dict[Gid, cf.Future[Any]] = field(default_factory=dict)
     calls: dict[int, cf.Future[Any]] = field(default_factory=dict)
+    #: The worker each of ``calls`` went to (its death fails them).
+    call_peers: dict[int, WorkerId] = field(default_factory=dict)
     #: Retried control messages not yet acked: ctl id -> (message, link generation sent on,
     #: or PENDING while the loop thread has yet to write it).
     unacked: dict[int, tuple[ev.Message, int]] = field(default_factory=dict)
@@ -97,10 +124,10 @@ class NodeCore:
     #: Callbacks handed to the loop thread, in order (see :meth:`handoff`).
     _handoffs: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = field(default_factory=deque)
     _drain_pending: bool = False
-    #: rpc.remote deadlines in order (see remote_timer) and the loop timer serving them.
-    _deadlines: deque[tuple[float, Gid, Gid]] = field(default_factory=deque)
+    #: rpc.remote deadlines, a heap of (deadline, tiebreak, r, f) (see Node.remote_timer), and
+    #: the loop timer serving the earliest.
+    _deadlines: list[tuple[float, int, Gid, Gid]] = field(default_factory=list)
     _timer: asyncio.TimerHandle | None = None
-    _timer_wanted: bool = False
     #: Handles dropped by Python, not applied yet (see note_drop).
     _drops: deque[tuple[Callable[[Gid], None], Gid]] = field(default_factory=deque)
     _sweep_wanted: bool = False
@@ -111,6 +138,17 @@ class NodeCore:
     def next_id(self) -> int:
         self._ids += 1
         return self._ids
+
+    def add_call(self, peer: WorkerId, future: cf.Future[Any]) -> int:
+        """Register a user call (or refetch) to ``peer``; its id."""
+        call_id = self.next_id()
+        self.calls[call_id] = future
+        self.call_peers[call_id] = peer
+        return call_id
+
+    def pop_call(self, call_id: int) -> cf.Future[Any] | None:
+        self.call_peers.pop(call_id, None)
+        return self.calls.pop(call_id, None)
 
     # ------------------------------------------------------------------ core plumbing
 
@@ -301,7 +339,7 @@ class NodeCore:
         asyncio.get_running_loop().call_later(DROP_SWEEP_SECONDS, self._sweep)
 
     def _sweep(self) -> None:
-        self._sweep_wanted = False  # before looking, as _check_deadlines
+        self._sweep_wanted = False  # before looking: a drop queued after is seen, or re-arms
         self.apply_drops()
 
     def apply_drops(self) -> None:

@@ -17,10 +17,10 @@ from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref import events as ev
 from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.errors import RemoteError
+from protoref.rref.runtime.errors import RemoteError, remote_error, remote_type_name
 from protoref.rref.runtime.link import corked
 from protoref.rref.runtime.node_payload import NodePayload
-from protoref.rref.runtime.udf import resolve
+from protoref.rref.runtime.udf import is_async, resolve
 
 __all__ = ["NodeInbox"]
 
@@ -71,7 +71,7 @@ class NodeInbox(NodePayload):
             self._user_call(peer, frame)
         elif isinstance(frame, fr.UserReply):
             self._merge(frame.stamp)
-            self.outcome(frame.result, frame.stamp, self.calls.pop(frame.call_id, None))
+            self.outcome(frame.result, frame.stamp, self.pop_call(frame.call_id))
             self.on_step()
         elif isinstance(frame, fr.Refetch):
             self._merge(frame.stamp)
@@ -119,7 +119,7 @@ class NodeInbox(NodePayload):
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            udf = self.run_udf(lambda: fn(*args, **kwargs))
+            udf = self.run_udf(lambda: fn(*args, **kwargs), is_async(fn))
         self.when_done(udf, self._remote_done, m, stamp)
 
     def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
@@ -144,7 +144,7 @@ class NodeInbox(NodePayload):
                     box.set_exception(
                         exc
                         if isinstance(exc, RemoteError)
-                        else RemoteError(type(exc).__qualname__, str(exc))
+                        else remote_error(remote_type_name(exc), str(exc))
                     )
 
     def _user_call(self, peer: WorkerId, frame: fr.UserCall) -> None:
@@ -156,7 +156,7 @@ class NodeInbox(NodePayload):
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            udf = self.run_udf(lambda: fn(*args, **kwargs))
+            udf = self.run_udf(lambda: fn(*args, **kwargs), is_async(fn))
 
         def reply(done: cf.Future[Any]) -> None:
             result = self._result_of(done, peer, allow_rrefs=True)

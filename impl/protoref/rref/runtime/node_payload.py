@@ -17,9 +17,9 @@ from protoref.rref import events as ev
 from protoref.rref.machine import step as core_step
 from protoref.rref.runtime import frames as fr
 from protoref.rref.runtime.codec import decode_value, encode_value
-from protoref.rref.runtime.errors import CodecError, RemoteError
+from protoref.rref.runtime.errors import CodecError, RemoteError, remote_error, remote_type_name
 from protoref.rref.runtime.handle import RRef
-from protoref.rref.runtime.node_core import NodeCore
+from protoref.rref.runtime.node_core import NodeCore, settle
 
 __all__ = ["NodePayload", "error_result"]
 
@@ -27,7 +27,7 @@ __all__ = ["NodePayload", "error_result"]
 def error_result(exc: BaseException) -> fr.Result:
     if isinstance(exc, RemoteError):
         return fr.Result(ok=False, error_type=exc.remote_type, error=exc.remote_message)
-    return fr.Result(ok=False, error_type=type(exc).__qualname__, error=str(exc))
+    return fr.Result(ok=False, error_type=remote_type_name(exc), error=str(exc))
 
 
 class NodePayload(NodeCore):
@@ -124,7 +124,6 @@ class NodePayload(NodeCore):
     def outcome(self, result: fr.Result, stamp: int, target: cf.Future[Any] | None) -> None:
         if result.ok:
             value = self.decode(result.value, result.forks, stamp, "result")
-            if target is not None and not target.done():
-                target.set_result(value)
-        elif target is not None and not target.done():
-            target.set_exception(RemoteError(result.error_type, result.error))
+            settle(target, value, None)
+        else:
+            settle(target, None, remote_error(result.error_type, result.error))

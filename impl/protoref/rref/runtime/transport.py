@@ -7,6 +7,13 @@ else goes on the sender's own outbound link. A frame that fails a check (size, H
 sequence) is handed to ``on_rejected`` and its link is closed: nothing of it reached the core.
 A new inbound link from a peer supersedes the old one before the Welcome is computed, so the
 ``processed`` list it reports is final (see Node.welcome_state).
+
+Before a peer has authenticated it can cost little: its handshake may hold at most
+``HANDSHAKE_MAX_BYTES`` (its length prefix is checked before a byte more is read) and must
+arrive within ``HANDSHAKE_TIMEOUT_SECONDS``, and at most ``MAX_UNAUTHENTICATED`` connections may
+be in their handshake at once (the next ones are closed at once, unanswered). A link that broke
+is reported to the handler (``on_link_lost``), which may find its peer dead; frames for a peer
+declared dead (``forget``) are dropped.
 """
 
 from __future__ import annotations
@@ -17,18 +24,49 @@ import hmac
 import logging
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from protoref.rref.runtime import wire
-from protoref.rref.runtime.errors import AuthenticationError, FrameError
+from protoref.rref.runtime.errors import AuthenticationError, FrameError, HandshakeLimitError
 from protoref.rref.runtime.frames import Challenge, Frame, Hello, Welcome
 from protoref.rref.runtime.link import BROKEN as _BROKEN
 from protoref.rref.runtime.link import Link, read_raw
 from protoref.tracing import FrozenModel
 
-__all__ = ["Transport", "TransportHandler"]
+__all__ = [
+    "HANDSHAKE_MAX_BYTES",
+    "HANDSHAKE_TIMEOUT_SECONDS",
+    "MAX_UNAUTHENTICATED",
+    "Transport",
+    "TransportHandler",
+]
 
 log = logging.getLogger("protoref.rref.runtime")
+#: The most a handshake frame (Hello, Challenge) may hold: a name of 128 characters, two nonces
+#: and a MAC take about 300 bytes.
+HANDSHAKE_MAX_BYTES: Final = 4096
+#: How long an accepted connection may take to send its Hello.
+HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
+#: Connections that may be in their handshake at once; each holds at most its stream buffer
+#: (asyncio's 64 KiB limit, twice that before it pauses reading) and a handshake.
+MAX_UNAUTHENTICATED: Final = 64
+#: A named peer (in the peer table, so it was listening) that refuses connections this long is
+#: reported unreachable at once, instead of being dialed for connect_timeout.
+REFUSED_FOR_SECONDS: Final = 0.7
+
+
+async def read_handshake(reader: asyncio.StreamReader, peer: str) -> bytes:
+    """A handshake frame from a peer not authenticated yet: its length is checked against
+    HANDSHAKE_MAX_BYTES before anything more is read, so it costs at most that."""
+    header = await reader.readexactly(wire.HEADER_BYTES)
+    length = int.from_bytes(header, "big")
+    if length > HANDSHAKE_MAX_BYTES:
+        raise HandshakeLimitError(
+            peer,
+            f"announces a {length}-byte handshake; before authentication at most "
+            f"{HANDSHAKE_MAX_BYTES} bytes are read",
+        )
+    return await reader.readexactly(wire.check_length(peer, header, HANDSHAKE_MAX_BYTES))
 
 
 class TransportHandler(Protocol):
@@ -39,6 +77,10 @@ class TransportHandler(Protocol):
     def welcome_state(self, peer: str) -> tuple[int, tuple[int, ...]]: ...
 
     def on_link_ready(self, peer: str, welcome: Welcome, generation: int) -> None: ...
+
+    def on_link_lost(self, peer: str) -> None: ...
+
+    def on_unreachable(self, peer: str, error: BaseException) -> None: ...
 
 
 @dataclass(eq=False)
@@ -60,6 +102,12 @@ class Transport:
     _server: asyncio.Server | None = None
     _closing: bool = False
     port: int = 0  # where this worker listens (set by serve)
+    max_unauthenticated: int = MAX_UNAUTHENTICATED
+    #: Connections in their handshake now, and those closed unanswered because of the cap.
+    unauthenticated: int = 0
+    turned_away: int = 0
+    #: Peers declared dead: frames for them are dropped, they are not dialed again.
+    gone: set[str] = field(default_factory=set)
 
     # ------------------------------------------------------------------ server
 
@@ -74,13 +122,35 @@ class Transport:
         task.add_done_callback(self._tasks.discard)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.unauthenticated >= self.max_unauthenticated:
+            self.turned_away += 1  # unanswered: it costs nothing more than its accept
+            writer.transport.abort()
+            return
+        self.unauthenticated += 1
+        try:
+            link = await self._handshake_in(reader, writer)
+        except asyncio.CancelledError:
+            # The worker is closing mid-handshake (a peer's liveness probe, say). This task is
+            # the server's, nobody awaits it: close the connection and end quietly (asyncio
+            # would log the cancellation as an unhandled error, and uvloop refuse to close a
+            # loop that still holds the socket).
+            writer.transport.abort()
+            return
+        finally:
+            self.unauthenticated -= 1
+        if link is not None:
+            await self._read_loop(link)
+
+    async def _handshake_in(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> Link | None:
+        """The acceptor's side of the handshake: Challenge, a bounded Hello within the
+        handshake timeout, Welcome; the authenticated link, or None (closed)."""
         where = str(writer.get_extra_info("peername"))
         try:
             server_nonce = wire.new_nonce()
             writer.write(wire.pack(Challenge(nonce=server_nonce).model_dump_json().encode()))
-            raw = await asyncio.wait_for(
-                read_raw(reader, where, self.max_frame_bytes), self.connect_timeout
-            )
+            raw = await asyncio.wait_for(read_handshake(reader, where), HANDSHAKE_TIMEOUT_SECONDS)
             hello = wire.parse_handshake(where, raw, Hello)
             assert isinstance(hello, Hello)
             good = wire.hello_mac(self.secret, hello.name, server_nonce, hello.nonce)
@@ -100,14 +170,15 @@ class Transport:
             self.inbound[hello.name] = link
         except FrameError as err:
             self.handler.on_rejected(err)
-            writer.close()
-            return
+            writer.transport.abort()  # unread bytes of a hostile frame are not drained
+            return None
         except (*_BROKEN, TimeoutError):
             writer.close()
-            return
-        await self._read_loop(link)
+            return None
+        return link
 
     async def _read_loop(self, link: Link) -> None:
+        lost = False  # broken under us (not closed by this worker, not for a bad frame)
         try:
             while not link.dead:
                 raw = await read_raw(link.reader, link.peer, self.max_frame_bytes)
@@ -118,13 +189,15 @@ class Transport:
         except FrameError as err:
             self.handler.on_rejected(err)
         except _BROKEN:
-            pass
+            lost = not link.dead
         finally:
             link.close()
             if self.outbound.get(link.peer) is link:
                 del self.outbound[link.peer]
             if self.inbound.get(link.peer) is link:
                 del self.inbound[link.peer]
+        if lost and not self._closing:
+            self.handler.on_link_lost(link.peer)
 
     # ------------------------------------------------------------------ client
 
@@ -135,6 +208,8 @@ class Transport:
         written on an older generation than the current link may have been lost with it."""
         link = self.outbound.get(peer)
         generation = self.generations.get(peer, 0)
+        if peer in self.gone:  # dead: nobody will read it
+            return generation
         if link is not None and not link.dead and peer not in self._backlog:
             link.send(cls, **fields)
             return generation
@@ -148,9 +223,11 @@ class Transport:
         """From any thread: write on the live outbound link to ``peer`` and return its
         generation, or None when the loop must dial (or drain a backlog) first."""
         link = self.outbound.get(peer)
+        generation = self.generations.get(peer, 0)
+        if peer in self.gone:  # dead: dropped, as on the loop thread
+            return generation
         if link is None or link.dead or peer in self._backlog:
             return None
-        generation = self.generations.get(peer, 0)
         try:
             link.send(cls, **fields)
         except ConnectionError:
@@ -166,6 +243,8 @@ class Transport:
             # The backlog stays queued (in order) for the next dial, which the next send starts.
             queued = len(self._backlog.get(peer, ()))
             log.error("%s: cannot reach %s (%r); %d frame(s) queued", self.name, peer, err, queued)
+            if isinstance(err, OSError) and not self._closing:
+                self.handler.on_unreachable(peer, err)
             return
         finally:
             self._dialing.pop(peer, None)
@@ -183,22 +262,33 @@ class Transport:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.connect_timeout
         pause = 0.02
+        refused_since: float | None = None
         while True:
             try:
                 return await asyncio.wait_for(
                     self._handshake(peer), max(0.01, deadline - loop.time())
                 )
+            except ConnectionRefusedError:
+                # A peer of the table was listening before the table was complete: refusing
+                # now means it is gone (the master may not be listening yet: it is dialed by
+                # its address key before the table exists, so it gets connect_timeout).
+                now = loop.time()
+                refused_since = now if refused_since is None else refused_since
+                named = peer in self.addresses and not peer.startswith("<")
+                if (named and now - refused_since >= REFUSED_FOR_SECONDS) or now + pause > deadline:
+                    raise
             except OSError:
+                refused_since = None
                 if loop.time() + pause > deadline:
                     raise
             await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.5)
+            pause = min(pause * 2, 0.5 if refused_since is None else 0.2)
 
     async def _handshake(self, peer: str) -> tuple[Link, Welcome]:
         host, port = self.addresses[peer]
         reader, writer = await asyncio.open_connection(host, port)
         try:
-            raw = await read_raw(reader, peer, self.max_frame_bytes)
+            raw = await read_handshake(reader, peer)
             challenge = wire.parse_handshake(peer, raw, Challenge)
             assert isinstance(challenge, Challenge)
             nonce = wire.new_nonce()
@@ -217,6 +307,18 @@ class Transport:
             raise
         key = wire.session_key(self.secret, self.name, challenge.nonce, nonce)
         return Link(peer, reader, writer, wire.Session.for_dialer(peer, key)), welcome
+
+    def forget(self, peer: str) -> None:
+        """``peer`` is dead: drop what waits for it, stop dialing it, drop its later frames."""
+        self.gone.add(peer)
+        self._backlog.pop(peer, None)
+        task = self._dialing.pop(peer, None)
+        if task is not None:
+            task.cancel()
+        for links in (self.outbound, self.inbound):
+            link = links.pop(peer, None)
+            if link is not None:
+                link.close()
 
     # ------------------------------------------------------------------ shutdown
 

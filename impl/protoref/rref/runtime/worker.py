@@ -24,13 +24,15 @@ from typing import Any, Self, TypeVar, cast
 
 from pydantic import JsonValue
 
+from protoref import futures
+from protoref.futures import outcome
 from protoref.rref.runtime import current
 from protoref.rref.runtime import frames as fr
 from protoref.rref.runtime.current import WorkerInfo
 from protoref.rref.runtime.errors import FrameError, PeerDiscoveryError, RPCError
 from protoref.rref.runtime.link import Link, corked
 from protoref.rref.runtime.node import PENDING, Node
-from protoref.rref.runtime.options import RpcOptions, new_loop
+from protoref.rref.runtime.options import RpcOptions, local_address_toward, new_loop
 from protoref.rref.runtime.transport import Transport
 from protoref.tracing import FrozenModel, JsonlSink, NullSink, TraceHeader, TraceSink, tla_set
 
@@ -54,6 +56,7 @@ class WorkerCore:
             raise PeerDiscoveryError("an empty shared secret authenticates nobody")
         self.name, self.rank, self.world_size, self.options = name, rank, world_size, options
         self.closed = False
+        self.closing = False  # its links are being closed: losing them says nothing of peers
         self.stopping = False
         self.ranks: dict[str, int] = {}
         self.loop = new_loop(options.event_loop)
@@ -83,7 +86,21 @@ class WorkerCore:
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
+        # Futures an RPC reply completes here run their callbacks on the RPC pool (futures.py).
+        futures.divert_callbacks(self._run_callback)
         self.loop.run_forever()
+
+    def _run_callback(self, callback: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                callback()
+            except Exception:  # as concurrent.futures and torch do: logged, not raised
+                log.exception("%s: exception calling a future's callback", self.name)
+
+        try:
+            self.executor.submit(run)
+        except RuntimeError:  # the pool is shut down: nobody else will run it
+            run()
 
     def _bind_thread(self) -> None:
         current.bind(cast(current.Worker, self))  # an Agent: this is its base
@@ -115,15 +132,16 @@ class WorkerCore:
     async def _init(self) -> None:
         self._peers = self.loop.create_future()
         o = self.options
+        host = o.host or local_address_toward(o.master_addr, o.master_port)
         if self.rank == 0:
-            await self.transport.serve(o.host, o.master_port)
-            me = fr.PeerInfo(name=self.name, rank=0, host=o.host, port=o.master_port)
+            await self.transport.serve(host, o.master_port)
+            me = fr.PeerInfo(name=self.name, rank=0, host=host, port=o.master_port)
             self._joined[self.name] = (me, None)
             self._maybe_complete()
         else:
-            port = await self.transport.serve(o.host, 0)
+            port = await self.transport.serve(host, 0)
             self.transport.addresses[MASTER] = (o.master_addr, o.master_port)
-            me = fr.PeerInfo(name=self.name, rank=self.rank, host=o.host, port=port)
+            me = fr.PeerInfo(name=self.name, rank=self.rank, host=host, port=port)
             self.transport.send(MASTER, fr.Join, info=me)
         try:
             peers = await asyncio.wait_for(self._peers, o.connect_timeout)
@@ -174,6 +192,14 @@ class WorkerCore:
 
     def on_frame(self, link: Link, frame: fr.Frame) -> None:
         """Route a frame the transport delivered (agent.Agent)."""
+        raise NotImplementedError
+
+    def on_link_lost(self, peer: str) -> None:
+        """A link to ``peer`` broke (liveness.Liveness)."""
+        raise NotImplementedError
+
+    def on_unreachable(self, peer: str, error: BaseException) -> None:
+        """Dialing ``peer`` failed for good (liveness.Liveness)."""
         raise NotImplementedError
 
     def _clock_now(self) -> int:
@@ -254,31 +280,44 @@ class WorkerCore:
             node.apply_drops()  # a safe point: RRefs the application dropped go first
             return fn()
 
-    def _run_udf(self, fn: Callable[[], Any]) -> cf.Future[Any]:
+    def _run_udf(self, fn: Callable[[], Any], asynchronous: bool = False) -> cf.Future[Any]:
         """Run a UDF on the pool (as torch's RPC thread pool); its future completes on the pool
         thread, so its callbacks (the reply) run there too. (Submitting it only once the frames
         that came with its call were applied, to keep the loop from holding the GIL while the
         pool thread wakes, measured slower.) The count has a lock of its own: the pool thread
-        must not wait for the core's lock, which the loop holds while it applies frames."""
+        must not wait for the core's lock, which the loop holds while it applies frames.
+
+        ``asynchronous`` (rpc.functions.async_execution): ``fn`` returns a Future and the UDF is
+        done when that completes; the pool thread is free meanwhile."""
         with self._udf_lock:
             self.udfs_running += 1
         future: cf.Future[Any] = cf.Future()
-        self._submit_udf(fn, future)
-        return future
-
-    def _submit_udf(self, fn: Callable[[], Any], future: cf.Future[Any]) -> None:
         try:
-            self.executor.submit(self._udf_body, fn, future)
+            self.executor.submit(self._udf_body, fn, future, asynchronous)
         except RuntimeError as err:  # the pool is shut down
             self._udf_settle(future, None, err)
+        return future
 
-    def _udf_body(self, fn: Callable[[], Any], future: cf.Future[Any]) -> None:
+    def _udf_body(self, fn: Callable[[], Any], future: cf.Future[Any], asynchronous: bool) -> None:
         try:
             result = fn()
         except BaseException as err:  # the UDF's own failure goes to its caller
             self._udf_settle(future, None, err)
-        else:
+            return
+        if not asynchronous:
             self._udf_settle(future, result, None)
+        elif not callable(getattr(result, "add_done_callback", None)):
+            kind = f"{type(result).__module__}.{type(result).__qualname__}"
+            self._udf_settle(
+                future,
+                None,
+                RPCError(
+                    "Functions decorated with @rpc.functions.async_execution must return a "
+                    f"Future object (protoref's, torch's or concurrent's), but got {kind}"
+                ),
+            )
+        else:
+            result.add_done_callback(lambda done: self._udf_settle(future, *outcome(done)))
 
     def _udf_settle(self, future: cf.Future[Any], result: Any, exc: BaseException | None) -> None:
         with self._udf_lock:
@@ -288,5 +327,24 @@ class WorkerCore:
         else:
             future.set_exception(exc)
 
-    def worker_info(self, name: str) -> WorkerInfo:
-        return WorkerInfo(name, self.ranks[name])
+    def worker_info(self, name: str | int | None = None) -> WorkerInfo:
+        """torch's get_worker_info: by name, by rank (id), or this worker's (None)."""
+        if name is None:
+            return WorkerInfo(self.name, self.rank)
+        if isinstance(name, int) and not isinstance(name, bool):
+            for worker, rank in self.ranks.items():
+                if rank == name:
+                    return WorkerInfo(worker, rank)
+        elif name in self.ranks:
+            return WorkerInfo(name, self.ranks[name])
+        raise RPCError(  # torch's text
+            f"name:{self.name},rank:{self.rank} could not find destination name {name}"
+        )
+
+    def to_name(self, to: str | int | WorkerInfo) -> str:
+        """The name of a call's destination given as torch allows: name, rank or WorkerInfo."""
+        if isinstance(to, WorkerInfo):
+            return to.name
+        if isinstance(to, str | int) and not isinstance(to, bool):
+            return self.worker_info(to).name
+        raise ValueError(f"Cannot get WorkerInfo from name {to}")  # torch's text
