@@ -14,7 +14,8 @@ What differs (docs/divergences.md): functions travel by name (``module:qualname`
 own functions as ``__main__:name``, found in the callee's ``__main__`` as pickle finds them),
 values as JSON or through an explicit :class:`Codec`, never pickled; peers authenticate with a
 secret, found without configuration on one host (:mod:`protoref.rref.runtime.secret`) and
-required across hosts; ``shutdown`` returns a :class:`ShutdownReport`. Our own keywords after
+required across hosts; ``shutdown`` returns a :class:`ShutdownReport`. ``PROTOREF_RPC_TRACE_DIR``
+makes every worker write its RRef trace there (``<name>.ndjson``). Our own keywords after
 torch's: ``secret``, ``master_addr``, ``master_port``, ``options`` (:class:`RpcOptions`),
 ``trace``, ``codecs``, ``rpc_timeout``. Several workers may live in one process, each
 initialised on its own thread; the module-level functions act for the calling thread's worker.
@@ -52,7 +53,12 @@ from protoref.rref.runtime.errors import (
 from protoref.rref.runtime.handle import RRef, WorkerInfo
 from protoref.rref.runtime.secret import SecretFileError, resolve_secret
 
+#: A folder: every worker writes its trace there as ``<name>.ndjson`` (an unchanged torch
+#: program's runs can be traced and checked with ``tracecheck validate --merge``).
+TRACE_DIR_ENV = "PROTOREF_RPC_TRACE_DIR"
+
 __all__ = [
+    "TRACE_DIR_ENV",
     "BackendType",
     "Codec",
     "CodecError",
@@ -120,6 +126,10 @@ def init_rpc(
     if secret is not None or not opts.secret:
         master = changes.get("master_addr", opts.master_addr)
         changes["secret"] = resolve_secret(secret, master)
+    if trace is None and os.environ.get(TRACE_DIR_ENV):
+        if not name or any(c in name for c in "/\\\0") or name.startswith("."):
+            raise ValueError(f"worker name {name!r} cannot name a trace file in {TRACE_DIR_ENV}")
+        trace = Path(os.environ[TRACE_DIR_ENV]) / f"{name}.ndjson"
     if trace is not None:
         changes["trace"] = Path(trace)
     if codecs is not None:

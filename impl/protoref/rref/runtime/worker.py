@@ -86,6 +86,7 @@ class WorkerCore:
 
     def _run_loop(self) -> None:
         asyncio.set_event_loop(self.loop)
+        self._bind_thread()
         # Futures an RPC reply completes here run their callbacks on the RPC pool (futures.py).
         futures.divert_callbacks(self._run_callback)
         self.loop.run_forever()
