@@ -61,14 +61,20 @@ def finish(procs: list[subprocess.Popen[str]], timeout: float = 180.0) -> list[s
         for rank, proc in enumerate(procs):
             out, err = proc.communicate(timeout=timeout)
             if proc.returncode != 0:
-                raise AssertionError(f"rank {rank} exited {proc.returncode}:\n{err[-3000:]}")
+                tail = (err or "")[-3000:]
+                raise AssertionError(f"process {rank} exited {proc.returncode}:\n{tail}")
             outs.append(out)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        stop(procs)
     return outs
+
+
+def stop(procs: list[subprocess.Popen[str]]) -> None:
+    """Kill what still runs and close every pipe."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
 
 
 def run(script: Path, ranks: int, env: dict[str, str]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import gc
 import json
 import sys
 
-from protoref import rpc
+import protoref.rpc as rpc
 
 
 def square(x):

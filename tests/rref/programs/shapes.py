@@ -10,7 +10,7 @@ what every call returned.
 import json
 import sys
 
-from protoref import rpc
+import protoref.rpc as rpc
 
 
 class Counter:

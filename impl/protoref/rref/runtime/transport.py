@@ -37,6 +37,7 @@ __all__ = [
     "HANDSHAKE_MAX_BYTES",
     "HANDSHAKE_TIMEOUT_SECONDS",
     "MAX_UNAUTHENTICATED",
+    "PeerBusyError",
     "Transport",
     "TransportHandler",
 ]
@@ -53,6 +54,12 @@ MAX_UNAUTHENTICATED: Final = 64
 #: A named peer (in the peer table, so it was listening) that refuses connections this long is
 #: reported unreachable at once, instead of being dialed for connect_timeout.
 REFUSED_FOR_SECONDS: Final = 0.7
+#: What a connection over the cap receives before it is closed: a frame of length 0.
+BUSY: Final = bytes(wire.HEADER_BYTES)
+
+
+class PeerBusyError(ConnectionAbortedError):
+    """The acceptor turned this connection away (its unauthenticated cap): dial again later."""
 
 
 async def read_handshake(reader: asyncio.StreamReader, peer: str) -> bytes:
@@ -60,6 +67,8 @@ async def read_handshake(reader: asyncio.StreamReader, peer: str) -> bytes:
     HANDSHAKE_MAX_BYTES before anything more is read, so it costs at most that."""
     header = await reader.readexactly(wire.HEADER_BYTES)
     length = int.from_bytes(header, "big")
+    if length == 0:
+        raise PeerBusyError(f"{peer} is at its cap of unauthenticated connections; retry later")
     if length > HANDSHAKE_MAX_BYTES:
         raise HandshakeLimitError(
             peer,
@@ -123,8 +132,12 @@ class Transport:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.unauthenticated >= self.max_unauthenticated:
-            self.turned_away += 1  # unanswered: it costs nothing more than its accept
-            writer.transport.abort()
+            # Turned away with a 4-byte BUSY marker (a frame of length 0), which costs nothing
+            # but tells a peer probing for life (liveness.knock) that this worker runs, and a
+            # dialer (read_handshake) to try again later.
+            self.turned_away += 1
+            writer.write(BUSY)
+            writer.close()
             return
         self.unauthenticated += 1
         try:
@@ -243,8 +256,11 @@ class Transport:
             # The backlog stays queued (in order) for the next dial, which the next send starts.
             queued = len(self._backlog.get(peer, ()))
             log.error("%s: cannot reach %s (%r); %d frame(s) queued", self.name, peer, err, queued)
-            if isinstance(err, OSError) and not self._closing:
-                self.handler.on_unreachable(peer, err)
+            if not self._closing:
+                if isinstance(err, OSError):
+                    self.handler.on_unreachable(peer, err)
+                else:  # it accepted, then hung up mid-handshake: maybe it is leaving
+                    self.handler.on_link_lost(peer)
             return
         finally:
             self._dialing.pop(peer, None)
