@@ -33,6 +33,14 @@ SHAPES: dict[str, Any] = {
     "called_worker_name": "worker2",
 }
 DROP_MANY_VALUES = {"rrefs": 200, "values": 1115000, "shared_sum": 208930}
+#: What worker 0 of tensors.py prints (torch 2.13 prints the same).
+TENSORS: dict[str, Any] = {
+    "rpc_sync": ["torch.float32", [4.0, 4.0]],
+    "rpc_async": ["torch.int64", [1, 3, 5, 7]],
+    "remote": ["torch.float32", [[2.0, 1.0], [1.0, 2.0]]],
+    "rref_argument": ["torch.float32", 1.5],
+    "bool_and_empty": [["torch.bool", [False, True]], ["torch.float32", []]],
+}
 
 
 def test_shapes_run_unchanged_and_their_traces_are_accepted(tmp_path: Path) -> None:
@@ -62,7 +70,15 @@ def test_two_hundred_rrefs_dropped_then_a_graceful_shutdown_is_leak_free(tmp_pat
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
-@pytest.mark.parametrize(("program", "ranks"), [("shapes.py", 3), ("drop_many.py", 2)])
+def test_tensors_travel_as_in_torch_programs(tmp_path: Path) -> None:
+    out = run(PROGRAMS / "tensors.py", 2, program_env(tmp_path))
+    assert out[0] == TENSORS
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+@pytest.mark.parametrize(
+    ("program", "ranks"), [("shapes.py", 3), ("drop_many.py", 2), ("tensors.py", 2)]
+)
 def test_the_same_program_text_gives_the_same_results_on_torch(
     tmp_path: Path, program: str, ranks: int
 ) -> None:
@@ -71,6 +87,8 @@ def test_the_same_program_text_gives_the_same_results_on_torch(
     out = run(script, ranks, program_env(tmp_path / "home"))
     if program == "shapes.py":
         assert out[0] == SHAPES
+    elif program == "tensors.py":
+        assert out[0] == TENSORS
     else:  # torch's shutdown reports nothing (it returns None)
         assert {k: out[0][k] for k in DROP_MANY_VALUES} == DROP_MANY_VALUES
         assert [w["report"] for w in out] == [None, None]

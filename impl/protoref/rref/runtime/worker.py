@@ -33,6 +33,7 @@ from protoref.rref.runtime.errors import FrameError, PeerDiscoveryError, RPCErro
 from protoref.rref.runtime.link import Link, corked
 from protoref.rref.runtime.node import PENDING, Node
 from protoref.rref.runtime.options import RpcOptions, local_address_toward, new_loop
+from protoref.rref.runtime.tensors import TensorCodec
 from protoref.rref.runtime.transport import Transport
 from protoref.tracing import FrozenModel, JsonlSink, NullSink, TraceHeader, TraceSink, tla_set
 
@@ -71,7 +72,7 @@ class WorkerCore:
             me=name,
             send_frame=self._send_frame,
             run_udf=self._run_udf,
-            codecs=tuple(options.codecs),
+            codecs=(*options.codecs, TensorCodec()),  # tensors for torch programs unchanged
             rpc_timeout=options.rpc_timeout,
             agent=self,
         )
