@@ -1,6 +1,6 @@
-"""No import circles (issue #21, the layout): between the modules of each package in SCOPE (tracecheck, protoref), and
-between tracecheck's sub-packages, which are its layers (tla, runner, traces, protocols, replay,
-campaigns, cli).
+"""No import circles (issue #21, the layout): between the modules of each package in SCOPE
+(tracecheck, protoref), and between tracecheck's sub-packages, which are its layers (tla, runner,
+traces, protocols, replay, campaigns, cli).
 
 Every import counts, a function's local one too: a circle broken by importing lazily is still a
 circle, only hidden (tracecheck's explain <-> validate was one). The graph is read from the source

@@ -24,8 +24,8 @@ import pytest
 
 from protoref.rref.runtime.demo import free_port
 from support.programs import PROGRAMS, finish, program_env, stop
-from tracecheck.traces import load_trace, merge_traces
-from tracecheck.validate import validate_traces
+from tracecheck.replay.validate import validate_traces
+from tracecheck.traces.load import load_trace, merge_traces
 
 SPEC_ROOT = Path(__file__).resolve().parents[2] / "spec"
 MIB = 1 << 20
