@@ -23,6 +23,8 @@ API path itself: ``/v3/`` on etcd 3.4+). Why it and not a gRPC client: docs/rend
 from __future__ import annotations
 
 import contextlib
+import http.client
+import ssl
 import threading
 import time
 import weakref
@@ -38,6 +40,8 @@ from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStat
 from protoref.rendezvous.etcd_watch import KeyWatch
 from protoref.rendezvous.etcd_wire import (
     BoundedAdapter,
+    Poster,
+    PostError,
     Range,
     Token,
     Txn,
@@ -58,13 +62,14 @@ _INVALID_TOKEN: Final = "invalid auth token"  # etcd's ErrInvalidAuthToken: the 
 _ROUND_PAUSE: Final = 0.05  # between two rounds of the member list (an election takes ~1 s)
 
 
-def _shut(watches: dict[str, KeyWatch], session: requests.Session) -> None:
+def _shut(watches: dict[str, KeyWatch], session: requests.Session, poster: Poster) -> None:
     """End a store's watch streams and connections (``close``, or the store's finalizer)."""
     ending = list(watches.values())
     watches.clear()
     for watch in ending:
         watch.stop()
     session.close()
+    poster.close()
 
 
 class EtcdStore:
@@ -112,13 +117,15 @@ class EtcdStore:
             self._new_client(self._session, i, api_path=None) for i in range(len(listed))
         ]
         self._current = 0  # the member requests go to first (the last one that answered)
+        self._poster = Poster(scheme, listed, request_timeout, self._ssl_context())
         self._watches: dict[str, KeyWatch] = {}
         self._watches_lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _shut, self._watches, self._session)
+        self._finalizer = weakref.finalize(self, _shut, self._watches, self._session, self._poster)
         self._count_lock = threading.Lock()
         self.cas_won = 0
         self.cas_lost = 0
+        self.cas_skipped = 0  # lost ones answered by a read (the watch knew the token stale)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -134,6 +141,16 @@ class EtcdStore:
         if self._auth_token is not None:
             session.headers["Authorization"] = self._auth_token
         return session
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the hot path's connections (the CA applied as given)."""
+        if self._scheme != "https":
+            return None
+        ca_cert, client_cert, client_key = self._tls
+        context = ssl.create_default_context(cafile=ca_cert)
+        if client_cert is not None and client_key is not None:
+            context.load_cert_chain(client_cert, client_key)
+        return context
 
     def _new_client(
         self, session: requests.Session, member: int, api_path: str | None
@@ -158,9 +175,9 @@ class EtcdStore:
             raise RendezvousConnectionError(
                 f"etcd at {self.endpoint}: {what} {key!r} failed: {type(err).__name__}: {detail}"
             ) from err
-        except requests.RequestException as err:
+        except (requests.RequestException, OSError, http.client.HTTPException, PostError) as err:
             raise RendezvousConnectionError(
-                f"etcd at {self.endpoint}: {what} {key!r} failed: {err}"
+                f"etcd at {self.endpoint}: {what} {key!r} failed: {type(err).__name__}: {err}"
             ) from err
         except ValidationError as err:  # JSON, but not the etcd reply we asked for
             first = err.errors()[0]
@@ -202,7 +219,7 @@ class EtcdStore:
                 self._authenticate(None)
                 token = self._auth_token
             try:
-                return self._failover(what, key, lambda c: c.post(c.get_url(path), json=body))
+                return self._failover(what, key, lambda m: self._post(m, path, body))
             except RendezvousConnectionError as err:
                 expired = _INVALID_TOKEN in str(err) and self._credentials is not None
                 if not expired or attempt == 2:
@@ -210,14 +227,19 @@ class EtcdStore:
                 self._authenticate(token)
         raise AssertionError("unreachable")
 
-    def _failover(self, what: str, key: str, call: Callable[[etcd3gw.Etcd3Client], Any]) -> Any:
+    def _post(self, member: int, path: str, body: dict[str, Any]) -> Any:
+        """The hot path: one POST to a member, over this thread's kept connection."""
+        url = self._clients[member].api_path.rstrip("/") + path  # discovered once per member
+        return self._poster.post(member, url, body, self._auth_token)
+
+    def _failover(self, what: str, key: str, call: Callable[[int], Any]) -> Any:
         """``call`` on the current member; on a failure of the way there, on the next ones."""
         start, tried = time.monotonic(), 0
         while True:
             member = self._current
             try:
                 with self._talking(what, key):
-                    return call(self._clients[member])
+                    return call(member)
             except RendezvousConnectionError as err:
                 tried += 1
                 if not fails_over(err.__cause__):
@@ -244,6 +266,18 @@ class EtcdStore:
 
     def compare_set(self, key: str, token: int | None, value: bytes) -> tuple[bool, Versioned]:
         full = self.prefix + key
+        with self._watches_lock:
+            watch = self._watches.get(full)
+        if watch is not None and watch.newer_than(token):
+            # Known to fail: answer it with a read of the value now stored (what the txn's
+            # failure branch would return) instead of a transaction, which etcd runs through
+            # raft and its WAL even when the compare fails. The read is linearizable.
+            current = self.get(key)
+            if current is not None and current.token != token:
+                with self._count_lock:
+                    self.cas_lost += 1
+                    self.cas_skipped += 1
+                return False, current
         k = b64(full.encode())
         compare = (
             {"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": 0}
@@ -307,10 +341,10 @@ class EtcdStore:
         }
         session = self._new_session(pool=1)
 
-        def post(client: etcd3gw.Etcd3Client) -> requests.Response:
+        def post(member: int) -> requests.Response:
             # No read timeout: the stream is silent until the key changes; stop() ends it.
             reply = session.post(
-                client.get_url("/watch"),
+                self._clients[member].get_url("/watch"),
                 json=body,
                 stream=True,
                 timeout=(self.request_timeout, None),
