@@ -46,6 +46,7 @@ from tracecheck.manifest import (
 from tracecheck.protocols import load_mapping
 from tracecheck.report import print_report
 from tracecheck.results import Progress, TLCResult, Verdict
+from tracecheck.teeth import teeth_markdown
 from tracecheck.tlavalue import format_value
 from tracecheck.tlc import ProgressCallback, TLCOptions, run_sany, run_tlc, tlc_command
 from tracecheck.toolchain import toolchain
@@ -493,7 +494,8 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
 
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:
     manifest = load_manifest(args.spec_root)
-    args.out.write_text(models_markdown(manifest), encoding="utf-8")
+    text = models_markdown(manifest) + teeth_markdown(manifest)
+    args.out.write_text(text, encoding="utf-8")
     console.print(f"wrote {args.out}")
     return 0
 
