@@ -43,6 +43,8 @@ NoLinks == {}
 ChainLinks == {<<w1, w2>>, <<w2, w3>>, <<w3, w4>>}
 \* user-to-user sharing only: w2 creates on owner w1 and shares with w3.
 UserToUserLinks == {<<w2, w1>>, <<w2, w3>>}
+\* the creator w1 of an RRef owned by w2 shares it with user w3 only (S4).
+CreatorToUser == {<<w1, w3>>}
 \* user-to-owner sharing (S1/S2) plus user-to-user.
 UserLinks == {<<w2, w1>>, <<w2, w3>>, <<w3, w1>>}
 
@@ -85,9 +87,23 @@ ForgetTombstones(w) ==
     /\ tombstones' = [tombstones EXCEPT ![w] = {}]
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers, confirmedUsers,
                    pendingChildren, ownerHeld, selfCalls, users, held, fetching,
-                   fetched, deleted, timedOut, net, phase, stopping, removedForks,
-                   erasedOwners>>
+                   fetched, deleted, timedOut, remoteErrors, net, phase, stopping,
+                   removedForks, erasedOwners>>
 ForgetTombstonesSpec ==
     Init /\ [][Next \/ \E w \in Workers : ForgetTombstones(w)]_vars
+
+(* Planted fault for UniqueIdsInv (the implementation's reuse-ids fault,  *)
+(* protoref.rref.faults): rpc.remote advances nextLocalId_ by one only, so  *)
+(* the creator's ForkId is also the next RRefId.  cfg: RemoteIds <- OneId.  *)
+OneId == 1
+
+(* #31893 undone: agent.join does not wait for the RREF_USER_DELETEs of the *)
+(* sweep, so a context is destroyed with messages to it still in flight.    *)
+(* cfg: JoinDone <- JoinNotAwaited.                                          *)
+JoinNotAwaited(w) == TRUE
+
+\* Sending an RRef to oneself in a user RPC (torch allows it; protoref refuses it).
+SelfLinks == {<<w, w>> : w \in Workers}
+AllAndSelfLinks == AllLinks \cup SelfLinks
 
 =============================================================================
