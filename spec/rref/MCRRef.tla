@@ -102,6 +102,25 @@ OneId == 1
 (* cfg: JoinDone <- JoinNotAwaited.                                          *)
 JoinNotAwaited(w) == TRUE
 
+\* Children fork again: the creator w1 (rpc.remote on w2) shares with w3, which
+\* shares on with the creator or the owner (IdsDeep: w1 3 ids, w3 1).
+GrandchildLinks == {<<w1, w3>>, <<w3, w1>>, <<w3, w2>>}
+\* Two RRefs shared at once: w1 and w3 each create an RRef on w2 and share it with
+\* the other (DeepLinks).
+IdsTwoCreators == [w \in Workers |-> IF w \in {w1, w3} THEN 3 ELSE 0]
+\* Bounds of the two-RRef models (a state constraint: exhaustive within it): no
+\* OwnerRRef held by application code, which prunes rpc.RRef(obj) so that both RRefs
+\* come from rpc.remote, and at most one to_here in the run.
+TwoRRefBounds ==
+    /\ \A w \in Workers : ownerHeld[w] = {}
+    /\ Cardinality(fetched) <= 1
+\* w1 and w3 play the same part in the two-RRef models (same id budget, DeepLinks,
+\* both create on w2): swapping them is a symmetry of those instances (safety only).
+SymCreators == Permutations({w1, w3})
+\* Self sharing: w1 creates an RRef on w2 and may share it with itself; the owner
+\* w2 may share its OwnerRRef with itself.
+IdsSelfShare == [w \in Workers |-> IF w = w1 THEN 3 ELSE 1]
+
 \* Sending an RRef to oneself in a user RPC (torch allows it; protoref refuses it).
 SelfLinks == {<<w, w>> : w \in Workers}
 AllAndSelfLinks == AllLinks \cup SelfLinks
