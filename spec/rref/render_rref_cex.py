@@ -4,8 +4,9 @@
 The blocks under "Must-fail models: the counterexamples" in docs/rref.md sit between
 ``<!-- CEX <model> -->`` and ``<!-- /CEX -->``. Each is this script's rendering of the model's
 real counterexample: TLC runs the model as ``tracecheck check`` does (its row in models.json:
-one worker, so breadth-first and the shortest counterexample for an invariant), and the states
-come parsed from :mod:`tracecheck.tlc`.
+one worker, so breadth-first and the shortest counterexample for an invariant), with a fixed seed
+and fingerprint polynomial so that a liveness counterexample is the same from run to run, and the
+states come parsed from :mod:`tracecheck.tlc`.
 
 Usage (from the repository root, in the project's venv)::
 
@@ -123,7 +124,8 @@ def infer(p: Mapping[str, Any], v: Mapping[str, Any], label: str | None) -> tupl
         name = _taken(m, label)
         copy = " (retry copy)" if m["dup"] == 2 else ""
         if label == "FaultNext":
-            return name, f"[loses {m['type']}{copy} {show(m['src'])} -> {show(m['dst'])}]"
+            verb = "the callee fails" if name == "FailRemote" else "loses"
+            return name, f"[{verb} {m['type']}{copy} {show(m['src'])} -> {show(m['dst'])}]"
         params = f"{show(m['dst'])}, {show(m['rref'])}, {show(m['fork'])}"
         return f"{name}({params})", f"[takes {m['type']}{copy} from {show(m['src'])}]"
     sent = {m["type"]: m for m in new}
@@ -190,7 +192,9 @@ def render(model: str) -> str:
     manifest = load_manifest(HERE.parent)
     entries = {m.name: (p, m) for p, m in manifest.entries()}
     protocol, entry = entries[model]
-    check = run_model(manifest, protocol, entry)
+    # A fixed seed and fingerprint polynomial: TLC picks both at random, and a liveness
+    # counterexample (unlike an invariant's shortest one) depends on them.
+    check = run_model(manifest, protocol, entry, seed=0, extra=("-fp", "0"))
     if not check.ok or check.result.counterexample is None:
         raise SystemExit(f"{model}: TLC did not fail as the manifest says: {check.problem}")
     return f"```\n{steps(check.result.counterexample)}\n```\n"
