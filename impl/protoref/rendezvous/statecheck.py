@@ -27,11 +27,26 @@ from __future__ import annotations
 from protoref.rendezvous.errors import RendezvousStateError
 from protoref.rendezvous.state import RendezvousSettings, RendezvousState
 
-__all__ = ["check_state"]
+__all__ = ["check_state", "complete_ranks_problem"]
 
 
 def _fail(key: str, invariant: str, detail: str) -> None:
     raise RendezvousStateError(key, f"{detail} (breaks {invariant})")
+
+
+def complete_ranks_problem(s: RendezvousState, settings: RendezvousSettings) -> str | None:
+    """What is wrong with a complete round's ranks, or None (Variant "Reference": exactly
+    ``0..n-1`` in node order, since a complete round never loses a member).
+
+    :mod:`protoref.rendezvous.faults` swaps in the Variant "PyTorch" rule along with torch
+    2.13's epilogue, whose complete rounds keep the ranks of the members that remain."""
+    parts = s.participants
+    if dict(parts) == {n: r for r, n in enumerate(sorted(parts))}:
+        return None
+    ranks = sorted(parts.values())
+    more = "..." if len(ranks) > 8 else ""
+    last = len(ranks) - 1
+    return f"complete round {s.round} has ranks {ranks[:8]}{more}, not 0..{last} in node order"
 
 
 def check_state(s: RendezvousState, settings: RendezvousSettings, key: str) -> None:
@@ -49,15 +64,9 @@ def check_state(s: RendezvousState, settings: RendezvousSettings, key: str) -> N
     if both:
         _fail(key, "ListsDisjointInv", f"{min(both)} is in two of the lists")
     if s.complete:
-        expected = {n: r for r, n in enumerate(sorted(parts))}
-        if dict(parts) != expected:
-            ranks = sorted(parts.values())
-            _fail(
-                key,
-                "CompletionRanksProp",
-                f"complete round {s.round} has ranks {ranks[:8]}{'...' if count > 8 else ''}, "
-                f"not 0..{count - 1} in node order",
-            )
+        problem = complete_ranks_problem(s, settings)
+        if problem is not None:
+            _fail(key, "CompletionRanksProp", problem)
         if s.deadline is not None:
             _fail(key, "DeadlineArmedInv", f"complete round {s.round} has a last-call deadline")
         return
