@@ -28,7 +28,7 @@ from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousSt
 from protoref.rendezvous.store import InMemoryStore, Versioned
 from protoref.tracing import JsonlSink
 
-__all__ = ["FAULTS", "Fault", "inject", "run_with_fault"]
+__all__ = ["FAULTS", "Fault", "inject", "ranks_any_order", "run_with_fault"]
 
 
 class Fault(enum.Enum):
@@ -113,7 +113,7 @@ def _torch_epilogue(s: RendezvousState, settings: RendezvousSettings) -> Rendezv
     return s
 
 
-def _ranks_any_order(s: RendezvousState, settings: RendezvousSettings) -> str | None:
+def ranks_any_order(s: RendezvousState, settings: RendezvousSettings) -> str | None:
     """The holder's own check of the ranks, loosened to any permutation of ``0..n-1``, so that
     the planted ranking reaches the trace and the checker (which must find it) instead of
     being refused by the other nodes' holders first (statecheck)."""
@@ -145,7 +145,7 @@ def _patches(fault: Fault) -> list[tuple[Any, str, Any]]:
         case Fault.RANK_BY_ARRIVAL:
             return [
                 (actions, "mark_rendezvous_complete", _complete_by_arrival),
-                (statecheck, "complete_ranks_problem", _ranks_any_order),
+                (statecheck, "complete_ranks_problem", ranks_any_order),
             ]
         case Fault.COMPLETE_BELOW_MIN:
             return [(ops, "join_decision", _join_completing_below_min(ops.join_decision))]
