@@ -7,12 +7,9 @@ Differences from torch 2.13, on purpose:
   last call, a heartbeat falling due or expiring), then reads the store. A node learns of
   completion as soon as it is written.
 - No random 0-0.3 s delay before the first round (``start_delay`` setting of this class, 0 by
-  default). Instead a node whose compare-and-set lost backs off before it writes again: it
-  waits for another write for a random time of up to ``2**(k-1)`` times the lost round trip
-  after its ``k``-th loss in a row (the round trip grows with the queue at the store, so the
-  window grows with the contention). Torch's losers retry at once; with N nodes sending at
-  the same moment each write is then one winner and N-1 losers, so a round cost about N**2/2
-  compare-and-sets, which on etcd are raft proposals even when they fail.
+  default): a compare-and-set store under contention costs a retry, not a sleep. (A random
+  back-off after a lost compare-and-set was tried and measured slower: 16 threads on the file
+  store, medians 0.71 s with it against 0.31 s without, alternating; on etcd 1.31 vs 0.92 s.)
 - The state is stored as schema-checked JSON (:mod:`protoref.rendezvous.codec`), never pickled.
 - A participant leaving a complete round ends it (:func:`protoref.rendezvous.actions.epilogue`,
   DynamicRendezvous.tla's Reference variant): the rest move to the wait list, so every node
@@ -29,7 +26,6 @@ import os
 import random
 import socket
 import threading
-import time
 from dataclasses import dataclass
 
 from protoref.rendezvous.clock import Clock, MonotonicClock
@@ -42,7 +38,7 @@ from protoref.rendezvous.errors import (
 from protoref.rendezvous.executor import NodeRunner, Observer, Pc
 from protoref.rendezvous.handler_trace import HandlerTracer
 from protoref.rendezvous.heartbeat import HeartbeatTimer
-from protoref.rendezvous.holder import StateHolder, SyncKind
+from protoref.rendezvous.holder import StateHolder
 from protoref.rendezvous.ops import Action, Op
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import RendezvousStore
@@ -73,8 +69,6 @@ class RendezvousInfo:
 
 
 _MIN_WAIT = 0.0005
-_MIN_BACKOFF = 0.0002  # a lost compare-and-set's round trip, at least (seconds)
-_MAX_BACKOFF = 0.1  # and at most, whatever the window
 
 
 def _both(first: Observer, second: Observer) -> Observer:
@@ -184,19 +178,11 @@ class DynamicRendezvousHandler:
         runner = self._runner
         with self._step():
             runner.start(op, self.clock.now())
-        losses = 0
         while runner.pc not in (Pc.IDLE, Pc.STOPPED):
             with self._step():  # one clock reading for the sync and the decision after it
                 now = self.clock.now()
-                started = time.perf_counter()
-                kind = runner.sync_step(now)
-                round_trip = time.perf_counter() - started
+                runner.sync_step(now)
                 action = runner.decide_step(now)
-            if kind is SyncKind.WRITE_LOST and runner.pc is Pc.SYNC:  # a new change to write
-                losses += 1
-                self._back_off(losses, round_trip)
-            elif kind is SyncKind.WRITE_WON:
-                losses = 0
             if action is Action.SYNC:
                 self._wait_for_change()
             elif action is Action.ERROR_CLOSED:
@@ -210,14 +196,6 @@ class DynamicRendezvousHandler:
                     f"{op.value} op of {self.node} passed its deadline in rendezvous "
                     f"{self.settings.run_id!r}"
                 )
-
-    def _back_off(self, losses: int, round_trip: float) -> None:
-        """After a lost compare-and-set: wait for another node's write at most a random time,
-        whose window doubles with each loss in a row (see the module docstring)."""
-        base = min(max(round_trip, _MIN_BACKOFF), _MAX_BACKOFF)
-        window = min(base * 2 ** min(losses - 1, 6), _MAX_BACKOFF)
-        holder = self._runner.holder
-        self.store.wait_for_change(holder.key, holder.token, random.uniform(0, window))
 
     def _wait_for_change(self) -> None:
         """Instead of torch's 1 s sleep: wait for the store to change, or for the next moment
