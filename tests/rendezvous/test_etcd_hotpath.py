@@ -75,6 +75,20 @@ def test_a_kept_connection_the_server_closed_is_reopened(hangs_up: int) -> None:
         poster.close()
 
 
+def test_connections_of_ended_threads_are_closed(hangs_up: int) -> None:
+    """One kept connection per thread: those of threads that ended do not pile up."""
+    poster = Poster("http", [("127.0.0.1", hangs_up)], 5.0, None)
+    try:
+        for i in range(4):
+            worker = threading.Thread(target=poster.post, args=(0, "/echo", {"i": i}, None))
+            worker.start()
+            worker.join(LIMIT)
+        assert poster.post(0, "/echo", {}, None) == {"echo": {}}
+        assert [thread for thread, _ in poster._all] == [threading.current_thread()]
+    finally:
+        poster.close()
+
+
 def test_a_compare_and_set_known_stale_is_answered_by_a_read(
     etcd_server: EtcdServer | EtcdCluster, etcd_prefix: str
 ) -> None:

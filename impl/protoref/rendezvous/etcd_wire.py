@@ -174,7 +174,9 @@ class Poster:
     ) -> None:
         self._scheme, self._hosts, self._timeout, self._context = scheme, hosts, timeout, context
         self._local = threading.local()
-        self._all: list[http.client.HTTPConnection] = []  # every thread's, for close()
+        #: every thread's connections with their thread: closed by close(), and those of
+        #: threads that ended are closed when a new one is opened (bounded by live threads)
+        self._all: list[tuple[threading.Thread, http.client.HTTPConnection]] = []
         self._lock = threading.Lock()
 
     def _conn(self, member: int) -> http.client.HTTPConnection:
@@ -190,7 +192,11 @@ class Poster:
                 conn = http.client.HTTPConnection(host, port, timeout=self._timeout)
             conns[member] = conn
             with self._lock:
-                self._all.append(conn)
+                ended = [c for thread, c in self._all if not thread.is_alive()]
+                self._all = [(th, c) for th, c in self._all if th.is_alive()]
+                self._all.append((threading.current_thread(), conn))
+            for old in ended:
+                old.close()
         return conn
 
     def post(self, member: int, path: str, body: dict[str, Any], auth: str | None) -> Any:
@@ -221,6 +227,6 @@ class Poster:
 
     def close(self) -> None:
         with self._lock:
-            for conn in self._all:
+            for _, conn in self._all:
                 conn.close()
             self._all.clear()
