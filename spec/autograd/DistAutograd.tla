@@ -65,7 +65,13 @@
 (*      "skipSender" the cascade sends the cleanup neither back to the     *)
 (*                   worker it came from (#32497) nor to itself;           *)
 (*      "orphan"     a holder releases a context whose creator crashed     *)
-(*                   (needs a failure detector; #26379).                   *)
+(*                   (needs a failure detector; #26379);                   *)
+(*      "passTag"    backward messages carry their pass, and one of a pass *)
+(*                   the worker has finished is dropped (a request sent   *)
+(*                   by a worker before it died must not restart a task); *)
+(*      "joinNested" a UDF's answer waits for the nested calls it fired    *)
+(*                   and forgot (else the graph can still grow on a worker *)
+(*                   the backward flood has passed).                       *)
 (*    Backward is chosen separately (BackwardMode): "FAST" is torch's,     *)
 (*    "Echo" the Reference's (dead recv functions fire a zero gradient at  *)
 (*    graph-task start, and so do the recv functions of a failed graph    *)
@@ -391,7 +397,8 @@ NestedSendMessageWithAutograd(w, h, dst, grad, await) ==
                       THEN [known EXCEPT ![w] = @ \cup {<<c, dst>>}] ELSE known
           /\ net' = net \cup {Msg("FWD_REQ", c, m, m, w, dst, grad)}
           /\ handlers' = (handlers \ {h}) \cup
-                           {[h EXCEPT !.wait = IF await THEN m ELSE None, !.called = @ + 1]}
+                           {[h EXCEPT !.wait = IF await THEN m ELSE None, !.called = @ + 1,
+                                      !.forgot = IF await THEN @ ELSE @ \cup {m}]}
           /\ detached' = IF await THEN detached
                          ELSE [detached EXCEPT ![w] = @ \cup {<<c, m>>}]
     /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, tomb, released, late, alive, bwdVars>>
@@ -513,10 +520,11 @@ ErrorAnswer(m) ==
 (* A worker dies with its container.  With Detect the RPC agents of the     *)
 (* other workers (rpc/tensorpipe_agent.cpp) fail the futures of requests it *)
 (* will never answer (in flight, being handled, or a backward request      *)
-(* waiting for its graph task; Echo: the flood parent is told); the rest of *)
-(* what was sent to it is lost.  Without Detect (a worker that stops        *)
-(* without closing its connections: SIGSTOP, a hung or partitioned host)    *)
-(* nobody notices: only an RPC timeout ends those futures.                  *)
+(* waiting for its graph task; Echo: the flood parent of a graph task still *)
+(* running is told); the rest of what was sent to it is lost.  Without      *)
+(* Detect (a worker that stops without closing its connections: SIGSTOP, a  *)
+(* hung or partitioned host) nobody notices: only an RPC timeout ends those *)
+(* futures.                                                                 *)
 Crash(w) ==
     /\ w \in CrashWorkers
     /\ alive[w]
@@ -528,7 +536,7 @@ Crash(w) ==
                \cup {BwdMsg("BWD_RESP", e[1], e[3], PassOf(w, e[1]), w, e[2], FALSE) :
                        e \in awaiting[w]}
                \cup {BwdMsg("BWD_ACK", e[1], None, PassOf(w, e[1]), w, e[2], FALSE) :
-                       e \in parent[w]}
+                       e \in {x \in parent[w] : Running(w, x[1])}}
        IN net' = (net \ inflight) \cup (IF Detect THEN failures ELSE {})
     /\ alive' = [alive EXCEPT ![w] = FALSE]
     /\ ctxs' = [ctxs EXCEPT ![w] = {}]
@@ -605,7 +613,7 @@ ProcessForwardAutogradReq(w, msg) ==
                            ELSE recvs
                /\ handlers' = handlers \cup
                     {[w |-> w, ctx |-> c, req |-> msg.mid, caller |-> msg.src, grad |-> msg.flag,
-                      wait |-> None, called |-> 0, nr |-> {}, err |-> FALSE]}
+                      wait |-> None, called |-> 0, nr |-> {}, forgot |-> {}, err |-> FALSE]}
     /\ UNCHANGED <<nextCtx, nextMsg, cur, known, sends, pending, detached, tomb, released,
                    late, alive, bwdVars>>
 
@@ -616,10 +624,13 @@ ProcessForwardAutogradReq(w, msg) ==
 (* unwrapped if the result does not require grad; otherwise a message id,  *)
 (* a send function and the caller recorded as a known worker -- which needs *)
 (* currentContext(), so a context erased mid-request turns the response    *)
-(* into an error.  Nested calls fired and forgotten may still be running.  *)
+(* into an error.  Nested calls fired and forgotten may still be running;   *)
+(* the Reference answers only once they are over ("joinNested": the RPC     *)
+(* layer awaits every future a UDF created under the guard).                *)
 FinishForwardAutogradReq(w, h, respGrad) ==
     /\ alive[w]
     /\ h \in handlers /\ h.w = w /\ h.wait = None
+    /\ Fixed("joinNested") => \A m \in h.forgot : <<h.ctx, m>> \notin detached[w]
     /\ respGrad \in RespGradChoices(h)
     /\ LET c == h.ctx
            ok == ~h.err /\ (respGrad => c \in ctxs[w])
@@ -787,6 +798,13 @@ ReadyRecv(w, c, r) ==
           /\ Consumers(w, c, r) # {} \/ EchoPart("zeroDead")
        \/ TaskIn(w, c, "err") /\ EchoPart("zeroDead")
 NoOutstanding(w, c) == ~\E e \in outst[w] : e[1] = c
+\* Reference ("passTag"): a backward message of pass p is stale on w if w has
+\* finished pass p of c, or is on a later one.
+StalePass(w, c, p) ==
+    /\ Fixed("passTag")
+    /\ Task(w, c) # {}
+    /\ \/ p < PassOf(w, c)
+       \/ p = PassOf(w, c) /\ ~Running(w, c)
 Complete(w, c) ==
     CASE BackwardMode = "FAST" ->
             /\ {s.mid : s \in SendsOf(w, c)} \subseteq ExecdOf(w, c)
@@ -833,7 +851,9 @@ RecvRpcBackwardApply(w, c, r) ==
 (* done; later requests are answered at once.  The send function runs and  *)
 (* feeds the leaf.  Drain answers every request on draining; Echo answers   *)
 (* none (the flood tracks completion).  Nothing tells a request of an older *)
-(* pass from one of the current pass (torch's messages carry no pass).      *)
+(* pass from one of the current pass (torch's messages carry no pass); the  *)
+(* Reference's do ("passTag"), and a request of a pass this worker has      *)
+(* already finished, or of an older one, is dropped.                        *)
 ProcessBackwardAutogradReq(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "BWD_REQ" /\ msg.dst = w
@@ -842,7 +862,10 @@ ProcessBackwardAutogradReq(w, msg) ==
            first == ~Running(w, c)
            p == IF first THEN msg.pass ELSE PassOf(w, c)
            applies == msg.flag /\ (first \/ TaskIn(w, c, "run"))
-       IN IF ~found
+       IN IF found /\ StalePass(w, c, msg.pass)
+          THEN /\ net' = net \ {msg}
+               /\ UNCHANGED <<execd, fired, grads, bstate, taskVars>>
+          ELSE IF ~found
           THEN /\ net' = (net \ {msg}) \cup
                          {BwdMsg("BWD_RESP", c, msg.mid, msg.pass, w, msg.src, FALSE)}
                /\ UNCHANGED <<execd, fired, grads, bstate, taskVars>>
@@ -937,7 +960,7 @@ CleanupBackwardPass(w, c) ==
 (* one of the pass makes its sender the parent, starts the graph task if no *)
 (* gradient request of the pass has (so recv functions nothing consumes     *)
 (* fire their zero gradient) and is passed on to the known workers; any     *)
-(* later one is acknowledged at once.                                       *)
+(* later one, or a stale one ("passTag"), is acknowledged at once.          *)
 ProcessBackwardStart(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "BWD_START" /\ msg.dst = w
@@ -947,7 +970,7 @@ ProcessBackwardStart(w, msg) ==
            engaged == samePass /\ (IsRoot(w, c) \/ \E e \in parent[w] : e[1] = c)
            to == KnownOf(w, c) \ {msg.src, w}
            fresh == ~(samePass /\ Running(w, c))
-       IN IF engaged \/ c \notin ctxs[w]
+       IN IF engaged \/ c \notin ctxs[w] \/ StalePass(w, c, p)
           THEN /\ net' = (net \ {msg}) \cup {BwdMsg("BWD_ACK", c, None, p, w, msg.src, TRUE)}
                /\ UNCHANGED <<execd, fired, bstate, parent, echoWait>>
           ELSE /\ parent' = [parent EXCEPT ![w] = {e \in @ : e[1] # c} \cup {<<c, msg.src>>}]
@@ -1033,7 +1056,7 @@ SendRec == [ctx : CtxIds, mid : MsgIds, dst : Workers, in : SUBSET MsgIds]
 RecvRec == [ctx : CtxIds, mid : MsgIds, src : Workers, loss : BOOLEAN]
 HandlerRec == [w : Workers, ctx : CtxIds, req : MsgIds, caller : Workers, grad : BOOLEAN,
                wait : MsgIds \cup {None}, called : 0..MaxNested, nr : SUBSET MsgIds,
-               err : BOOLEAN]
+               forgot : SUBSET MsgIds, err : BOOLEAN]
 Passes == 0..MaxPasses
 MsgRec == [type : {"FWD_REQ", "FWD_RESP", "RESP", "CLEANUP", "BWD_REQ", "BWD_RESP",
                    "BWD_START", "BWD_ACK"},
@@ -1183,22 +1206,27 @@ Held(c) == Creator(c) \in Workers /\ alive[Creator(c)] /\ c \in ctxs[Creator(c)]
 (* of the functions on the loss's gradient path: none missing, none from a  *)
 (* zero gradient.  Passes are told apart by their tokens; a function runs  *)
 (* at most once per graph task (BACKWARD_AUTOGRAD_REQ is never retried), so *)
-(* "exactly once per completed pass" is this equality, pass by pass.       *)
+(* "exactly once per completed pass" is this equality, pass by pass.  It is *)
+(* checked while the creator holds the context and no worker has crashed (a *)
+(* crash takes that worker's part of the graph, and its leaf, with it).     *)
 GradientExactlyOnceInv ==
-    \A e \in results : (e[3] = "done" /\ Held(e[1])) =>
-        \A w \in Workers : alive[w] =>
+    \A e \in results : (e[3] = "done" /\ Held(e[1]) /\ \A x \in Workers : alive[x]) =>
+        \A w \in Workers :
             {x[3] : x \in {y \in grads[w] : y[1] = e[1] /\ y[2] = e[2]}} = LiveFns(e[1], w)
 
 (* When the root's backward returns or raises, its pass is over everywhere: *)
 (* no graph task of that pass still runs on a live worker and no gradient   *)
-(* request of it is in flight, so nothing of it is applied afterwards (an   *)
-(* error does not leave the rest of the pass running, and get_gradients     *)
-(* after backward reads a stable value).                                    *)
+(* request of it is on its way between live workers, so nothing of it is    *)
+(* applied afterwards (an error does not leave the rest of the pass         *)
+(* running, and get_gradients after backward reads a stable value).  A      *)
+(* request a worker sent before it died may still arrive: it must not start *)
+(* a graph task again (the Reference drops it: "passTag").                  *)
 PassQuiescentInv ==
     \A e \in results :
         /\ \A w \in Workers : alive[w] =>
               \A x \in bstate[w] : (x[1] = e[1] /\ x[2] = e[2]) => x[3] \in {"done", "fail"}
-        /\ ~\E m \in net : m.type = "BWD_REQ" /\ m.ctx = e[1] /\ m.pass = e[2]
+        /\ ~\E m \in net : /\ m.type = "BWD_REQ" /\ m.ctx = e[1] /\ m.pass = e[2]
+                           /\ alive[m.src] /\ alive[m.dst]
 
 (* Errors travel back: the root's backward returns normally only from a      *)
 (* pass in which no graph task failed anywhere.                             *)
