@@ -15,6 +15,8 @@ from types import ModuleType
 
 import pytest
 
+from tracecheck.tla.cfgfile import checked
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec" / "autograd"
 MANIFEST = json.loads((SPEC / "models.json").read_text(encoding="utf-8"))
@@ -120,3 +122,10 @@ def test_cfg_reader_skips_comments() -> None:
 def test_a_recording_is_tlcs_counterexample() -> None:
     """One must-fail model re-run through TLC (seconds); --verify does all of them."""
     assert cex.main(["--verify", "MCDistAutograd_pytorch38513"]) == 0
+
+
+def test_cfg_reader_agrees_with_the_teeth_rules() -> None:
+    """The docs' teeth table reads the cfgs as tests/test_teeth.py's rule does."""
+    for cfg in sorted(SPEC.glob("*.cfg")):
+        text = cfg.read_text(encoding="utf-8")
+        assert gen.checked(text) == list(dict.fromkeys(checked(text))), cfg.name
