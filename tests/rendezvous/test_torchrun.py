@@ -8,6 +8,7 @@ Times are modest on purpose (keep-alive 1 s, short last calls); no test asserts 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -26,6 +27,21 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "support" / "torchrun_worker.py"
 LIMIT = 240.0  # seconds a job may take before the test fails (never reached when correct)
 CONF = "join_timeout=120,keep_alive_interval=1,heartbeat_timeout=2,read_timeout=60"
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root`` (from /proc; Linux, as the tests' loopback set-up)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 class Agent:
@@ -47,8 +63,13 @@ class Agent:
         return self.proc.wait(timeout=timeout)
 
     def kill_node(self) -> None:
-        """SIGKILL the agent and its workers: the node is gone."""
+        """SIGKILL the agent and its workers: the node is gone. torch starts each worker in a
+        session of its own, so the workers are found as the agent's descendants first."""
+        workers = _descendants(self.proc.pid)
         os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.proc.wait()
 
     def tail(self) -> str:
