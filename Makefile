@@ -21,6 +21,14 @@ $(STAMP): pyproject.toml
 .PHONY: setup
 setup: $(STAMP) ## create .venv and install the project with its test tools (idempotent)
 
+TORCH_STAMP := $(VENV)/.torch-stamp
+$(TORCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]'
+	@touch $@
+
+.PHONY: torch
+torch: $(TORCH_STAMP) ## add torch 2.13 (CPU): the torchrun backend's tests run real torchrun agents
+
 .PHONY: check
 check: setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
 	$(TRACECHECK) check
@@ -28,7 +36,7 @@ check: setup ## the main job: every quick TLC model against the manifest, then a
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
 
 .PHONY: test
-test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
+test: setup torch lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
 	$(BIN)/pytest
 
 .PHONY: lint

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from protoref.rendezvous import bench
 from protoref.rendezvous.bench import END, START, write_section
 from protoref.rendezvous.procbench import measure_processes
 
@@ -33,3 +34,19 @@ def test_section_is_replaced_between_the_markers(tmp_path: Path) -> None:
     assert text.endswith(END + "\n\nafter\n")
     assert "| threads row |" in text
     assert "| processes row |" in text
+
+
+def test_a_run_with_a_failed_measurement_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"# P\n\n{START}\nold figures\n{END}\n", encoding="utf-8")
+    monkeypatch.setattr(bench, "run", lambda sizes, repeats: ["| threads row |"])
+    failed = ["| processes row |", "\nfailed: torch, N = 16: not done after 240 s"]
+    monkeypatch.setattr(bench, "run_processes", lambda sizes, repeats, timeout: failed)
+    assert bench.main(["--sizes", "16", "--process-sizes", "16", "--out", str(doc)]) == 1
+    assert "old figures" in doc.read_text(encoding="utf-8")
+    assert "not written" in capsys.readouterr().out
+    monkeypatch.setattr(bench, "run_processes", lambda sizes, repeats, timeout: failed[:1])
+    assert bench.main(["--sizes", "16", "--process-sizes", "16", "--out", str(doc)]) == 0
+    assert "| processes row |" in doc.read_text(encoding="utf-8")

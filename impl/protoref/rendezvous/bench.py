@@ -306,6 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     threads = run(args.sizes, args.repeats)
     processes = run_processes(args.process_sizes, args.process_repeats, args.torch_timeout)
     if args.out is not None:
+        failed = [r.strip() for r in processes if r.strip().startswith("failed:")]
+        if failed:  # a failed run is never written into the docs
+            print(f"not written to {args.out}: {'; '.join(failed)}", flush=True)
+            return 1
         write_section(args.out, threads, processes, args)
         print(f"written to {args.out}")
     return 0
