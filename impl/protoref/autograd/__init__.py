@@ -1,0 +1,1 @@
+"""Distributed autograd (Reference variant of spec/autograd/DistAutograd.tla)."""
