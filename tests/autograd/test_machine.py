@@ -54,7 +54,9 @@ def test_ids_are_torchs_integers() -> None:
 
 def test_new_context_then_nesting_raises_torchs_message() -> None:
     step = mc.new_context(ctn(0))
-    assert step.state.cur == C and step.state.ctxs == {C} and step.state.next_ctx == 1
+    assert step.state.cur == C
+    assert step.state.ctxs == {C}
+    assert step.state.next_ctx == 1
     with pytest.raises(ProtocolError, match=re.escape("Already have an autograd context id")):
         mc.new_context(step.state)
     # another thread of the same worker may open its own
@@ -67,9 +69,11 @@ def test_send_records_send_function_known_worker_and_future() -> None:
     step = mc.send_message_with_autograd(start, 1, True)
     assert step.sent == (fwd_req(),)
     assert step.state.sends == {SendFn.of(C, M0, 1, frozenset())}
-    assert step.state.known == {(C, 1)} and step.state.pending == {(C, M0)}
+    assert step.state.known == {(C, 1)}
+    assert step.state.pending == {(C, M0)}
     no_grad = mc.send_message_with_autograd(start, 1, False).state
-    assert no_grad.sends == frozenset() and no_grad.known == {(C, 1)}  # PR #30914
+    assert no_grad.sends == frozenset()
+    assert no_grad.known == {(C, 1)}
 
 
 def test_app_inputs_feed_later_sends() -> None:
@@ -82,7 +86,8 @@ def test_app_inputs_feed_later_sends() -> None:
 def test_callee_creates_context_and_tombstone_refuses_late_request() -> None:
     step = mc.process_forward_autograd_req(ctn(1), fwd_req())
     h = Handler.start(1, C, M0, 0, True)
-    assert step.state.ctxs == {C} and step.state.handlers == {h}
+    assert step.state.ctxs == {C}
+    assert step.state.handlers == {h}
     assert step.state.recvs == {RecvFn.of(C, M0, 0, False)}
     late = mc.process_forward_autograd_req(ctn(1, tomb=frozenset({C})), fwd_req())
     assert late.state == ctn(1, tomb=frozenset({C}))
@@ -95,7 +100,8 @@ def test_finish_wraps_the_answer_only_with_grad() -> None:
     wrapped = mc.finish_forward_autograd_req(running, h, True)
     assert wrapped.sent == (Msg.make("FWD_RESP", C, M1, M0, 1, 0, True),)
     assert wrapped.state.sends == {SendFn.of(C, M1, 0, frozenset({M0}))}
-    assert wrapped.state.known == {(C, 0)} and not wrapped.state.handlers
+    assert wrapped.state.known == {(C, 0)}
+    assert not wrapped.state.handlers
     plain = mc.finish_forward_autograd_req(running, h, False)
     assert plain.sent == (Msg.make("RESP", C, None, M0, 1, 0, True),)
     raised = mc.finish_forward_autograd_req(running, h, True, raised=True)
@@ -106,7 +112,8 @@ def test_late_answer_is_dropped_on_a_released_context() -> None:
     answer = Msg.make("FWD_RESP", C, M1, M0, 1, 0, True)
     released = ctn(0, tomb=frozenset({C}), pending=frozenset({(C, M0)}))
     step = mc.deserialize_forward_autograd_resp(released, answer, True)
-    assert step.state.ctxs == frozenset() and step.state.recvs == frozenset()  # #38513 fixed
+    assert step.state.ctxs == frozenset()
+    assert step.state.recvs == frozenset()
     assert step.state.pending == frozenset()
 
 
@@ -118,16 +125,19 @@ def test_cleanup_waits_for_handlers_cascades_and_skips_the_sender() -> None:
         mc.process_cleanup_autograd_context_req(holder.evolve(handlers=frozenset({h})), cleanup)
     step = mc.process_cleanup_autograd_context_req(holder, cleanup)
     assert step.sent == (Msg.cleanup(C, 1, 2, 0),)  # not back to 0 (#32497)
-    assert step.state.ctxs == frozenset() and step.state.tomb == {C}
+    assert step.state.ctxs == frozenset()
+    assert step.state.tomb == {C}
     absent = mc.process_cleanup_autograd_context_req(ctn(2), Msg.cleanup(C, 1, 2, 0))
-    assert absent.sent == () and absent.state.tomb == {C}  # tombstone of an id never held
+    assert absent.sent == ()
+    assert absent.state.tomb == {C}
 
 
 def test_release_snapshots_known_and_resets_thread() -> None:
     started = ctn(0, ctxs=frozenset({C}), threads={0: C}, known=frozenset({(C, 1), (C, 2)}))
     step = mc.release_context(started)
     assert step.sent == (Msg.cleanup(C, 0, 1, 0), Msg.cleanup(C, 0, 2, 0))
-    assert step.state.threads == {} and step.state.ctxs == frozenset()
+    assert step.state.threads == {}
+    assert step.state.ctxs == frozenset()
     assert step.state.tomb == {C}
 
 
@@ -153,7 +163,8 @@ def test_echo_backward_on_two_workers() -> None:
     s = mc.dist_engine_execute(root, C)
     (start,) = s.sent
     root = s.state
-    assert root.is_root(C) and (C, ROOT_FN) in root.grads
+    assert root.is_root(C)
+    assert (C, ROOT_FN) in root.grads
     s = mc.recv_rpc_backward_apply(root, C, r0)
     (req,) = s.sent
     root = s.state
@@ -166,7 +177,8 @@ def test_echo_backward_on_two_workers() -> None:
     callee = s.state
     assert s.sent[0].flag is False  # a recv function nothing consumes: a zero gradient
     root = mc.process_backward_autograd_req(root, s.sent[0]).state
-    assert (C, M0) not in root.grads and (C, M0) in root.execd
+    assert (C, M0) not in root.grads
+    assert (C, M0) in root.execd
     s = mc.cleanup_backward_pass(callee, C)
     (ack,) = s.sent
     assert ack.type == "BWD_ACK"
@@ -179,21 +191,26 @@ def test_echo_backward_on_two_workers() -> None:
 
 # (case, function, state, arguments): each must raise and leave the state unchanged
 Case = tuple[str, Callable[..., mc.Step], Container, tuple[Any, ...]]
+HELD = ctn(1, ctxs=frozenset({C}))
+DONE = ctn(0, ctxs=frozenset({C}), bstate=frozenset({(C, "done")}))
+WAITING = ctn(0, ctxs=frozenset({C}), pending=frozenset({(C, M0)}))
+ANSWER = Msg.make("RESP", C, None, M0, 1, 0, True)
+STRANGER = Handler.start(1, C, M0, 0, True)
 ILLEGAL: list[Case] = [
     ("send outside a context", mc.send_message_with_autograd, ctn(0), (1, True)),
     ("release an unknown id", mc.release_context, ctn(0), (C,)),
     ("backward on an unknown id", mc.dist_engine_execute, ctn(0), (C,)),
     ("crashed worker", mc.new_context, ctn(0, alive=False), ()),
     ("request for another worker", mc.process_forward_autograd_req, ctn(2), (fwd_req(),)),
-    ("answer nobody waits for", mc.deserialize_response, ctn(0), (Msg.make("RESP", C, None, M0, 1, 0, True),)),
-    ("cleanup handled as a request", mc.process_forward_autograd_req, ctn(1), (Msg.cleanup(C, 0, 1, 0),)),
-    ("finish an unknown handler", mc.finish_forward_autograd_req, ctn(1), (Handler.start(1, C, M0, 0, True), True)),
-    ("recv apply without a graph task", mc.recv_rpc_backward_apply, ctn(0), (C, RecvFn.of(C, M1, 1, True))),
+    ("answer nobody waits for", mc.deserialize_response, ctn(0), (ANSWER,)),
+    ("cleanup as a request", mc.process_forward_autograd_req, ctn(1), (Msg.cleanup(C, 0, 1, 0),)),
+    ("finish an unknown handler", mc.finish_forward_autograd_req, ctn(1), (STRANGER, True)),
+    ("recv apply, no task", mc.recv_rpc_backward_apply, ctn(0), (C, RecvFn.of(C, M1, 1, True))),
     ("pass cleanup without a graph task", mc.cleanup_backward_pass, ctn(0), (C,)),
-    ("orphan release of a live creator", mc.release_orphaned_context, ctn(1, ctxs=frozenset({C})), (C, False)),
-    ("second backward pass", mc.dist_engine_execute, ctn(0, ctxs=frozenset({C}), bstate=frozenset({(C, "done")})), (C,)),
-    ("backward with calls pending", mc.dist_engine_execute, ctn(0, ctxs=frozenset({C}), pending=frozenset({(C, M0)})), (C,)),
-]  # fmt: skip
+    ("orphan release of a live creator", mc.release_orphaned_context, HELD, (C, False)),
+    ("second backward pass", mc.dist_engine_execute, DONE, (C,)),
+    ("backward with calls pending", mc.dist_engine_execute, WAITING, (C,)),
+]
 
 
 @pytest.mark.parametrize(("case", "fn", "state", "args"), ILLEGAL, ids=[c[0] for c in ILLEGAL])

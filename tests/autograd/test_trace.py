@@ -29,7 +29,8 @@ def test_every_line_parses_back_to_the_same_record() -> None:
     for seed in range(12):
         lines = _lines(seed, crash=seed % 4 == 0)
         trace = read_trace(lines, EVENT_ADAPTER)
-        assert isinstance(trace.header, TraceHeader) and trace.header.protocol == "autograd"
+        assert isinstance(trace.header, TraceHeader)
+        assert trace.header.protocol == "autograd"
         for line, event in zip(lines[1:], trace.events, strict=True):
             assert encode_line(event) == line
             seen.add(event.event)
