@@ -26,6 +26,7 @@ check: setup ## the main job: every quick TLC model against the manifest, then a
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
+	$(TRACECHECK) campaign autograd --runs 20 --seed 1 --steps 150 --invariants
 
 .PHONY: test
 test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
