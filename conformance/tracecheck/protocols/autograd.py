@@ -188,4 +188,5 @@ def simulate(seed: int, steps: int, out: Path) -> None:
 
     crash = seed % 4 == 0
     config = SimConfig(crash=crash, creators=(0,) if crash else (0, 1))
-    Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)
+    with JsonlSink(str(out)) as sink:  # closed also when a (planted) bug stops the run
+        Simulator(seed, config, sink=sink).run(steps)
