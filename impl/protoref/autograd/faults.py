@@ -3,7 +3,7 @@
 Each :class:`Fault` is a protocol bug of the kind torch's distributed autograd has had (the
 issue it recalls is named) or the Reference guards against. :func:`inject` plants one for the
 duration of a ``with`` block by replacing one function of the core (in
-:mod:`protoref.autograd.forward`, :mod:`protoref.autograd.backward` or
+:mod:`protoref.autograd.forward`, :mod:`protoref.autograd.echo` or
 :mod:`protoref.autograd.state`) with a broken version, where the simulator and the other
 transitions look it up; outside the block the implementation is the correct one. None of them
 is a case the tests of the core construct by hand.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, Final
 
-from protoref.autograd import backward as bw
+from protoref.autograd import echo as bw
 from protoref.autograd import forward as fw
 from protoref.autograd import state as st
 from protoref.autograd.events import Msg

@@ -4,7 +4,7 @@
 does not enable raises :class:`~protoref.errors.ProtocolError` (:class:`NotYetError` when it will be
 enabled later) and the container, immutable, is unchanged. The functions live in
 :mod:`protoref.autograd.forward` (contexts, forward pass, cleanup, crash),
-:mod:`protoref.autograd.backward` (the Echo backward) and :mod:`protoref.autograd.network`
+:mod:`protoref.autograd.echo` (the Echo backward) and :mod:`protoref.autograd.network`
 (steps on messages in flight); this module names them all and holds the crosswalk
 (:data:`ACTION_TABLE`: spec action -> Python function), which docs/autograd.md shows and a test
 holds to the spec's list of actions.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 from protoref.autograd.args import ACTION_NAMES
-from protoref.autograd.backward import (
+from protoref.autograd.echo import (
     cleanup_backward_pass,
     complete,
     dist_engine_execute,

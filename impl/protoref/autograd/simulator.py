@@ -29,7 +29,7 @@ from functools import partial
 from typing import Final, TypeAlias
 
 from protoref.autograd import args as a
-from protoref.autograd import backward as bw
+from protoref.autograd import echo as bw
 from protoref.autograd import forward as fw
 from protoref.autograd import invariants
 from protoref.autograd import network as nw

@@ -38,6 +38,7 @@ __all__ = [
     "ready_recv",
     "ready_recvs",
     "recv_rpc_backward_apply",
+    "reset_pass",
 ]
 
 
@@ -201,3 +202,19 @@ def process_backward_ack(ctn: Container, msg: Msg) -> Step:
     addressed(ctn, name, msg, "BWD_ACK")
     new = ctn.evolve(echo_wait=ctn.echo_wait - {(msg.ctx, msg.src)})
     return Step(new, (), a.ProcessBackwardAckArgs.of(w=ctn.me, msg=msg))
+
+
+def reset_pass(ctn: Container, c: AutogradId) -> Container:
+    """Forget ``c``'s last backward pass on this worker (its graph task, executed functions,
+    contributions and flood links), so that another pass can run: ``retain_graph=True`` lets a
+    context run several (torch accumulates them, PR #32506). Beyond the spec, which has one
+    pass per context: no trace event (docs/divergences.md)."""
+    return ctn.evolve(
+        execd=frozenset(e for e in ctn.execd if e[0] != c),
+        grads=frozenset(e for e in ctn.grads if e[0] != c),
+        bstate=frozenset(e for e in ctn.bstate if e[0] != c),
+        outst=frozenset(e for e in ctn.outst if e[0] != c),
+        awaiting=frozenset(e for e in ctn.awaiting if e[0] != c),
+        parent=frozenset(e for e in ctn.parent if e[0] != c),
+        echo_wait=frozenset(e for e in ctn.echo_wait if e[0] != c),
+    )
