@@ -1,0 +1,50 @@
+"""What autograd adds to the RPC layer's frames, and its own frames.
+
+A wrapped call or reply carries :class:`AutogradMeta`: the spec's message record (context id,
+message id, sender, whether the tensors require grad) and the sender's Lamport stamp; the
+payload stays the RPC layer's (tensors through :class:`~protoref.autograd.payload.TensorCodec`).
+Cleanups and the backward pass's messages are :class:`AutogradFrame` frames of their own, with
+the gradients a ``BWD_REQ`` carries (one per tensor of the message it answers). Two fields go
+beyond the spec's record, for what the spec does not model (docs/divergences.md): ``pass_no``
+numbers a context's backward passes (``retain_graph`` runs several) and ``retain_graph`` says
+whether the pass keeps the graph on every worker; ``error`` carries an error of a worker's part
+of a pass up the flood to the root.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter
+
+from protoref.autograd.events import Msg
+from protoref.tracing import FrozenModel
+
+__all__ = ["FRAME_ADAPTER", "MAX_GRADS", "AutogradFrame", "AutogradMeta"]
+
+#: At most this many gradients in one request (a message carries at most this many tensors).
+MAX_GRADS: Final = 4096
+
+
+class AutogradMeta(FrozenModel):
+    """The autograd part of a wrapped call or reply (``FWD_REQ``, ``FWD_RESP``, ``RESP``)."""
+
+    msg: Msg
+    stamp: int = Field(ge=0)
+
+
+class AutogradFrame(FrozenModel):
+    """A cleanup or a backward-pass message between two workers' autograd containers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    kind: Literal["autograd"] = "autograd"
+    msg: Msg
+    stamp: int = Field(ge=0)
+    grads: tuple[float, ...] = Field(default=(), max_length=MAX_GRADS)
+    pass_no: int = Field(default=1, ge=1)
+    retain_graph: bool = False
+    error: str = Field(default="", max_length=4096)
+
+
+FRAME_ADAPTER: Final[TypeAdapter[AutogradFrame]] = TypeAdapter(AutogradFrame)
