@@ -336,7 +336,8 @@ class AutogradNode:
         recording for every Python UDF); a send function for the tensors that require grad."""
         guard = self._guard()
         with self._lock:
-            t = self._thread()
+            # a request's UDF calls under its guard; only application threads get a number
+            t = -1 if guard is not None else self._thread()
             if guard is None and t not in self._ctn.threads:
                 return None
             tensors = grad_tensors(args)

@@ -42,8 +42,15 @@ class _LocalOptimizer:
 
 
 def _new_local_optimizer(
-    optim_cls: type, local_params_rref: Sequence[Any], *args: Any, **kwargs: Any
+    optim_cls: type | str, local_params_rref: Sequence[Any], *args: Any, **kwargs: Any
 ) -> Any:
+    """On a parameters' owner: its local optimizer, in an RRef. The class comes by name over
+    the wire (``module:qualname``: a class is never pickled), itself in-process."""
+    if isinstance(optim_cls, str):
+        from protoref.rref.runtime.udf import resolve  # noqa: PLC0415 - the runtime's only
+
+        optim_cls = resolve(optim_cls)  # type: ignore[assignment]
+    assert isinstance(optim_cls, type)
     return _backend().RRef(_LocalOptimizer(optim_cls, local_params_rref, *args, **kwargs))
 
 
@@ -83,6 +90,12 @@ class DistributedOptimizer:
         self, optimizer_class: type, params_rref: Sequence[Any], *args: Any, **kwargs: Any
     ):
         rpc = _backend()
+        if rpc.__name__ == "protoref.rpc":  # over the wire the class travels by its name
+            from protoref.rref.runtime.udf import qualified_name  # noqa: PLC0415
+
+            optim: type | str = qualified_name(optimizer_class)
+        else:
+            optim = optimizer_class
         per_worker_params_rref: defaultdict[Any, list[Any]] = defaultdict(list)
         for param in params_rref:
             per_worker_params_rref[param.owner()].append(param)
@@ -90,7 +103,7 @@ class DistributedOptimizer:
             rpc.rpc_async(
                 worker,
                 _new_local_optimizer,
-                args=(optimizer_class, param_rrefs, *args),
+                args=(optim, param_rrefs, *args),
                 kwargs=kwargs,
             )
             for worker, param_rrefs in per_worker_params_rref.items()

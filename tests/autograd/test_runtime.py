@@ -1,0 +1,139 @@
+"""Distributed autograd on the RPC runtime (three workers over TCP in this process): the
+per-process autograd traces merge into one causal order that TLC accepts, for a run in the
+spec's shapes; a value stored by one request and fetched by another (remote, to_here) is
+outside those shapes, and its trace is rejected exactly where the spec's abstraction ends."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import protoref.autograd as dist_autograd
+from protoref import rpc
+from protoref.autograd import tensor
+from protoref.rref.runtime.agent import Agent
+from protoref.rref.runtime.demo import free_port
+from support import autograd_udfs as udfs
+from support.rref_runtime import SECRET, SPEC_ROOT, TIMEOUT, eventually, stop_world
+from tracecheck.protocols.autograd import AUTOGRAD
+from tracecheck.replay.validate import validate_traces
+from tracecheck.replay.verdicts import ValidationReport
+from tracecheck.traces.load import load_trace, merge_traces
+
+
+def start(n: int, folder: Path) -> list[Agent]:
+    port = free_port()
+    base = rpc.RpcOptions(secret=SECRET, master_port=port, connect_timeout=30.0)
+    agents: list[Agent | BaseException | None] = [None] * n
+
+    def one(rank: int) -> None:
+        opts = replace(base, autograd_trace=folder / f"ag{rank}.ndjson")
+        try:
+            agents[rank] = rpc.init_rpc(f"w{rank}", rank=rank, world_size=n, options=opts)
+        except BaseException as err:
+            agents[rank] = err
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    started = [a for a in agents if isinstance(a, Agent)]
+    assert len(started) == n, agents
+    return started
+
+
+def validate(folder: Path, n: int) -> ValidationReport:
+    trace = merge_traces([load_trace(folder / f"ag{r}.ndjson") for r in range(n)])
+    return validate_traces([trace], AUTOGRAD, SPEC_ROOT)
+
+
+def held_nowhere(agents: list[Agent]) -> bool:
+    return all(not a.autograd.container.ctxs for a in agents)
+
+
+def test_runtime_traces_merge_and_are_accepted(tmp_path: Path) -> None:
+    agents = start(3, tmp_path)
+    try:
+        with agents[0].use():
+            p = tensor(2.0, requires_grad=True)
+            q = tensor(5.0, requires_grad=True)
+            with dist_autograd.context() as cid:
+                a = rpc.rpc_sync("w1", udfs.nested, (p * p, q, "w2"))  # nested call to w2
+                rpc.rpc_sync("w2", udfs.log_value, (p,))  # grad in, none out
+                b = rpc.rpc_sync("w1", udfs.mul3, (q,))
+                rpc.rpc_sync("w2", udfs.mul3, (q,))  # an output the loss does not use
+                dist_autograd.backward(cid, [a * b])
+                grads = dist_autograd.get_gradients(cid)
+                assert float(grads[p]) == 180.0
+                assert float(grads[q]) == 66.0
+            udfs.GATE.clear()
+            with dist_autograd.context():
+                late = rpc.rpc_async("w1", udfs.gated_square, (p,))
+            eventually(lambda: bool(agents[0].autograd.container.tomb - {cid}), "the release")
+            udfs.GATE.set()
+            assert float(late.wait()) == 4.0
+        eventually(lambda: held_nowhere(agents), "every worker released both contexts")
+    finally:
+        udfs.GATE.set()
+        stop_world(agents)
+    report = validate(tmp_path, 3)
+    assert report.all_accepted, [v.rejection for v in report.verdicts]
+    covered = {name for name, count in report.coverage.items() if count}
+    assert {
+        "NestedSendMessageWithAutograd",
+        "DeserializeResponse",
+        "ProcessBackwardStart",
+        "ProcessBackwardAck",
+        "ProcessCleanupAutogradContextReq",
+    } <= covered
+
+
+def test_a_value_fetched_from_a_remote_call_is_outside_the_specs_shapes(tmp_path: Path) -> None:
+    agents = start(2, tmp_path)
+    try:
+        with agents[0].use():
+            q = tensor(5.0, requires_grad=True)
+            with dist_autograd.context() as cid:
+                value = rpc.remote("w1", udfs.mul3, (q,)).to_here()
+                dist_autograd.backward(cid, [value * 2])
+                assert float(dist_autograd.get_gradients(cid)[q]) == 6.0
+        eventually(lambda: held_nowhere(agents), "every worker released the context")
+    finally:
+        stop_world(agents)
+    report = validate(tmp_path, 2)
+    (verdict,) = report.verdicts
+    assert not verdict.accepted
+    assert verdict.rejection is not None
+    # the fetch's answer feeds on the remote call's recv function, which the spec's
+    # FinishForwardAutogradReq does not know (its inputs are the request's and nested answers')
+    assert verdict.rejection.event.event == "FinishForwardAutogradReq"
+    assert verdict.rejection.event.args["h"]["grad"] is False
+
+
+@pytest.fixture(autouse=True)
+def _open_gate() -> None:
+    udfs.GATE.set()
+
+
+def test_rref_backward_local_on_the_owner_and_distributed(tmp_path: Path) -> None:
+    agents = start(2, tmp_path)
+    try:
+        with agents[0].use():
+            x = tensor(3.0, requires_grad=True)
+            with dist_autograd.context() as cid:
+                rref = rpc.remote("w1", udfs.square, (x,))
+                rref.backward(cid)  # torch's RRef.backward(dist_autograd_ctx_id)
+                assert float(dist_autograd.get_gradients(cid)[x]) == 6.0
+            local = rpc.RRef(x * x * 2)
+            local.backward()  # a local pass on the owner: into .grad
+            assert x.grad is not None
+            assert float(x.grad) == 12.0
+            with pytest.raises(RuntimeError, match="call it on the RRef's owner"):
+                rpc.remote("w1", udfs.square, (x,)).backward()
+        eventually(lambda: held_nowhere(agents), "every worker released the context")
+    finally:
+        stop_world(agents)
