@@ -18,9 +18,9 @@ from typing import Final, Literal
 from pydantic import ConfigDict, Field, TypeAdapter
 
 from protoref.autograd.events import Msg
-from protoref.tracing import FrozenModel
+from protoref.tracing import FrozenModel, trusted
 
-__all__ = ["FRAME_ADAPTER", "MAX_GRADS", "AutogradFrame", "AutogradMeta"]
+__all__ = ["FRAME_ADAPTER", "MAX_GRADS", "AutogradFrame", "AutogradMeta", "control_frame"]
 
 #: At most this many gradients in one request (a message carries at most this many tensors).
 MAX_GRADS: Final = 4096
@@ -31,6 +31,11 @@ class AutogradMeta(FrozenModel):
 
     msg: Msg
     stamp: int = Field(ge=0)
+
+    @classmethod
+    def of(cls, msg: Msg, stamp: int) -> AutogradMeta:
+        """Built without validation (the sender's own values; the receiver validates)."""
+        return trusted(cls, {"msg": msg, "stamp": stamp})
 
 
 class AutogradFrame(FrozenModel):
@@ -45,6 +50,23 @@ class AutogradFrame(FrozenModel):
     pass_no: int = Field(default=1, ge=1)
     retain_graph: bool = False
     error: str = Field(default="", max_length=4096)
+
+
+def control_frame(  # noqa: PLR0917 - the frame's fields, in order
+    msg: Msg, stamp: int, grads: tuple[float, ...], pass_no: int, retain_graph: bool, error: str
+) -> AutogradFrame:
+    """An :class:`AutogradFrame` built without validation (the sender's own values; the
+    receiver validates every frame in full)."""
+    values = {
+        "kind": "autograd",
+        "msg": msg,
+        "stamp": stamp,
+        "grads": grads,
+        "pass_no": pass_no,
+        "retain_graph": retain_graph,
+        "error": error,
+    }
+    return trusted(AutogradFrame, values)
 
 
 FRAME_ADAPTER: Final[TypeAdapter[AutogradFrame]] = TypeAdapter(AutogradFrame)

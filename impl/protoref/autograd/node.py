@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Final, Protocol
 
 from protoref.autograd import echo as bw
@@ -37,7 +37,7 @@ from protoref.autograd.engine import (
     run_local,
 )
 from protoref.autograd.events import Msg
-from protoref.autograd.frames import AutogradFrame, AutogradMeta
+from protoref.autograd.frames import AutogradFrame, AutogradMeta, control_frame
 from protoref.autograd.ids import MAX_LOCAL_ID, WORKER_BITS, AutogradId, from_int
 from protoref.autograd.payload import grad_tensors
 from protoref.autograd.state import Container, Handler
@@ -56,7 +56,8 @@ NOT_FOUND: Final = "Could not find autograd context with id: {}"
 
 class Transport(Protocol):
     """Where a worker's cleanups and backward-pass messages go (fire and forget; cleanups are
-    retried until acknowledged by the transport)."""
+    retried until acknowledged by the transport). A transport may also offer ``batch()``, a
+    context manager that sends what is sent inside it together (one write per peer)."""
 
     def send(self, dst: int, frame: AutogradFrame) -> None: ...
 
@@ -195,15 +196,20 @@ class AutogradNode:
     ) -> None:
         for m in step.sent:
             data = self._data.get(m.ctx)
-            frame = AutogradFrame(
-                msg=m,
-                stamp=lamport,
-                grads=(grads or {}).get(m.mid, ()) if m.mid is not None else (),
-                pass_no=max(data.pass_no, 1) if data is not None else 1,
-                retain_graph=data.retain_graph if data is not None else False,
-                error=data.error if (data is not None and m.type == "BWD_ACK") else "",
+            frame = control_frame(
+                m,
+                lamport,
+                (grads or {}).get(m.mid, ()) if m.mid is not None else (),
+                max(data.pass_no, 1) if data is not None else 1,
+                data.retain_graph if data is not None else False,
+                data.error if (data is not None and m.type == "BWD_ACK") else "",
             )
             self.transport.send(m.dst, frame)
+
+    def _batch(self) -> AbstractContextManager[object]:
+        """The transport's batching of what one step sends (one write per peer), if any."""
+        batch = getattr(self.transport, "batch", None)
+        return nullcontext() if batch is None else batch()
 
     def _data_of(self, c: AutogradId) -> ContextData:
         data = self._data.get(c)
@@ -315,8 +321,9 @@ class AutogradNode:
             data.new_pass(data.pass_no + 1, retain_graph)
             step = self._step(bw.dist_engine_execute, self._ctn, c)
             run_local([(s, 1.0) for s in starts], data.accumulate, retain_graph=retain_graph)
-            self._send_control(step, self._commit(step))
-            self._progress()
+            with self._batch():  # the flood and the first gradient requests in one write
+                self._send_control(step, self._commit(step))
+                self._progress()
 
             def over() -> bool:
                 return c not in self._ctn.ctxs or not self._ctn.running(c)
@@ -358,7 +365,7 @@ class AutogradNode:
             if grad and msg.mid is not None:
                 self._data_of(c).sends[msg.mid] = SendRpcBackward(c, msg.mid, tensors)
             self._progress()
-            return Wrapped(AutogradMeta(msg=msg, stamp=lamport), tensors)
+            return Wrapped(AutogradMeta.of(msg, lamport), tensors)
 
     def on_answer(self, request: Wrapped, meta: AutogradMeta | None, result: object) -> None:
         """The answer to a wrapped call arrived (``deserializeResponse``): a wrapped answer's
@@ -405,7 +412,7 @@ class AutogradNode:
             lamport = self._commit(step, meta.stamp)
             if step.sent:  # the tombstone refused it
                 (refusal,) = step.sent
-                raise Refused(AutogradMeta(msg=refusal, stamp=lamport), msg.ctx)
+                raise Refused(AutogradMeta.of(refusal, lamport), msg.ctx)
             if msg.flag and msg.mid is not None:
                 self._attach(msg.ctx, msg.mid, msg.src, args)
             if msg.mid is None:
@@ -437,7 +444,7 @@ class AutogradNode:
             if answer.type == "FWD_RESP" and answer.mid is not None:
                 self._data_of(h.ctx).sends[answer.mid] = SendRpcBackward(h.ctx, answer.mid, tensors)
             self._progress()  # a cleanup may have waited for this handler
-            return AutogradMeta(msg=answer, stamp=lamport)
+            return AutogradMeta.of(answer, lamport)
 
     # ------------------------------------------------------------------ control frames
 

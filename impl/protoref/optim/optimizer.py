@@ -90,7 +90,7 @@ class DistributedOptimizer:
         self, optimizer_class: type, params_rref: Sequence[Any], *args: Any, **kwargs: Any
     ):
         rpc = _backend()
-        if rpc.__name__ == "protoref.rpc":  # over the wire the class travels by its name
+        if getattr(rpc, "__name__", "") == "protoref.rpc":  # over the wire: by its name
             from protoref.rref.runtime.udf import qualified_name  # noqa: PLC0415
 
             optim: type | str = qualified_name(optimizer_class)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from protoref.autograd.node import AutogradNode, Refused, Wrapped
 from protoref.ids import GloballyUniqueId
 from protoref.rref.runtime import current
 from protoref.rref.runtime import frames as fr
+from protoref.rref.runtime.link import corked
 from protoref.tracing import JsonlSink, TraceHeader, tla_set
 
 __all__ = ["AutogradGlue", "HandlerKey", "autograd_header"]
@@ -83,6 +85,10 @@ class _Transport:
 
     def __init__(self, glue: AutogradGlue) -> None:
         self.glue = glue
+
+    def batch(self) -> AbstractContextManager[None]:
+        """What is sent inside leaves together, one write per link (link.corked)."""
+        return corked()
 
     def send(self, dst: int, frame: AutogradFrame) -> None:
         glue = self.glue
