@@ -49,6 +49,7 @@ bench: setup ## deep models vs TLC's ceiling, trace validation, RRef simulator a
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0' numpy
 	$(BIN)/python -m protoref.rref.runtime.bench --out docs/performance.md
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
+	$(BIN)/python -m protoref.autograd.bench --out docs/performance.md
 
 .PHONY: docs
 docs: setup ## regenerate the generated parts of docs/ (model tables)

@@ -244,3 +244,14 @@ def test_any_application_sequence_keeps_one_context_per_thread(ops: list[str]) -
             assert state is before
         if state.cur is not None:
             assert state.cur in state.ctxs
+
+
+def test_the_docs_crosswalk_names_real_functions_and_every_action() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "autograd.md").read_text("utf-8")
+    table = docs[docs.index("### Crosswalk") : docs.index("## 3. Invariants")]
+    named = set(re.findall(r"`machine\.([a-z_]+)`", table))
+    assert named
+    for name in named:
+        assert callable(getattr(mc, name)), name
+    implemented = {r.function.__name__ for r in mc.ACTION_TABLE if r.function is not None}
+    assert implemented <= named
