@@ -66,6 +66,19 @@ def square(x: Tensor) -> Tensor:
 GATE = threading.Event()
 
 
+def current_id() -> int:
+    """The context the UDF runs under (the caller's: DistAutogradContextGuard)."""
+    return dist_autograd._current_context()._context_id()
+
+
+def open_context() -> str:
+    try:
+        dist_autograd.context().__enter__()
+    except RuntimeError as err:
+        return str(err)
+    return "opened"
+
+
 def gated_square(x: Tensor) -> Tensor:
     """Answers only once the test opens the gate (after its block exited)."""
     assert GATE.wait(timeout=30)
@@ -242,3 +255,13 @@ def test_the_context_is_released_when_the_block_raises(w: LocalWorld) -> None:
     with pytest.raises(RuntimeError, match="Could not find autograd context"):
         dist_autograd._retrieve_context(cid)
     settle(w, lambda: gone_everywhere(w))
+
+
+def test_a_udf_runs_under_its_callers_context(w: LocalWorld) -> None:
+    with dist_autograd.context() as cid:
+        assert w.rpc_sync("worker1", current_id) == cid
+        assert w.rpc_sync("worker1", open_context) == (
+            "Already have an autograd context id for this thread."
+        )
+    with pytest.raises(RuntimeError, match="Current thread doesn't have a valid"):
+        w.rpc_sync("worker1", current_id)  # outside a context: not wrapped, no guard

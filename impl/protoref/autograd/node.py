@@ -260,7 +260,10 @@ class AutogradNode:
     # ------------------------------------------------------------------ application
 
     def new_context(self) -> AutogradId:
-        """``_new_context``: a context current for the calling thread."""
+        """``_new_context``: a context current for the calling thread (refused inside a UDF,
+        whose thread runs under its caller's context, as torch's guard makes it)."""
+        if self._guard() is not None:
+            raise RuntimeError(fw.ALREADY_HAVE)
         with self._lock:
             step = self._step(fw.new_context, self._ctn, self._thread())
             self._commit(step)
