@@ -34,14 +34,15 @@ _PER_WORKER = (
     "nextCtx",
     "nextMsg",
     "ctxs",
-    "cur",
     "known",
     "sends",
     "recvs",
     "pending",
+    "detached",
     "tomb",
     "alive",
     "execd",
+    "fired",
     "grads",
     "bstate",
     "outst",
@@ -53,56 +54,40 @@ _PER_WORKER = (
 _SLICE = {
     **{v: f"{v}'[{WORKER}]" for v in _PER_WORKER},
     "handlers": f"{{tvH \\in handlers' : tvH.w = {WORKER}}}",
+    # cur[w] is a function over Threads; logged as the <<t, c>> of the threads with a context
+    "cur": (
+        f"{{<<tvT, cur'[{WORKER}][tvT]>> : "
+        f"tvT \\in {{tvU \\in Threads : cur'[{WORKER}][tvU] # None}}}}"
+    ),
 }
 
-_ERASE = (
-    "ctxs",
-    "known",
-    "sends",
-    "recvs",
-    "execd",
-    "grads",
-    "bstate",
-    "outst",
-    "awaiting",
-    "parent",
-    "echoWait",
-    "tomb",
-)
+_TASK = ("execd", "fired", "bstate", "outst", "awaiting", "parent", "echoWait")
+_ERASE = (*_TASK, "ctxs", "known", "sends", "recvs", "grads", "tomb")
 _MSG = ("w", "msg")
+_FUTURES = ("pending", "detached", "handlers")
+_FAIL = ("outst", "bstate", "awaiting")
 
 #: event -> (spec parameters in order, logged post-state variables)
 _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "NewContext": (("w",), ("nextCtx", "ctxs", "cur")),
-    "SendMessageWithAutograd": (("w", "dst", "grad"), ("nextMsg", "sends", "known", "pending")),
-    "NestedSendMessageWithAutograd": (
-        ("w", "h", "dst", "grad"),
-        ("nextMsg", "sends", "known", "handlers"),
+    "NewContext": (("w", "t"), ("nextCtx", "ctxs", "cur")),
+    "SendMessageWithAutograd": (
+        ("w", "t", "dst", "grad"),
+        ("nextMsg", "sends", "known", "pending"),
     ),
-    "ReleaseContext": (("w",), (*_ERASE, "cur")),
-    "DistEngineExecute": (("w",), ("bstate", "execd", "grads", "echoWait")),
+    "NestedSendMessageWithAutograd": (
+        ("w", "h", "dst", "grad", "await"),
+        ("nextMsg", "sends", "known", "handlers", "detached"),
+    ),
+    "ReleaseContext": (("w", "t"), (*_ERASE, "cur")),
+    "DistEngineExecute": (("w", "t", "retain"), (*_TASK, "grads")),
+    "RetrieveContext": (("w", "c"), ()),
     "RetryCleanup": (("m",), ()),
     "LoseCleanupMsg": (("m",), ()),
     "Crash": (
         ("w",),
-        (
-            "alive",
-            "ctxs",
-            "cur",
-            "known",
-            "sends",
-            "recvs",
-            "pending",
-            "handlers",
-            "execd",
-            "grads",
-            "bstate",
-            "outst",
-            "awaiting",
-            "parent",
-            "echoWait",
-        ),
+        (*_TASK, "alive", "ctxs", "cur", "known", "sends", "recvs", *_FUTURES, "grads"),
     ),
+    "BackwardError": (("w", "c"), _FAIL),
     "ProcessForwardAutogradReq": (_MSG, ("ctxs", "recvs", "handlers")),
     "FinishForwardAutogradReq": (
         ("w", "h", "respGrad"),
@@ -110,18 +95,20 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "DeserializeForwardAutogradResp": (
         ("w", "msg", "loss"),
-        ("ctxs", "recvs", "pending", "handlers"),
+        ("ctxs", "recvs", *_FUTURES),
     ),
-    "DeserializeResponse": (_MSG, ("pending", "handlers")),
+    "DeserializeResponse": (_MSG, _FUTURES),
+    "PollTimeoutRpcs": (("w", "m"), _FUTURES),
     "ProcessCleanupAutogradContextReq": (_MSG, _ERASE),
     "ReleaseOrphanedContext": (("w", "c"), _ERASE),
     "Discard": (("msg",), ()),
-    "RecvRpcBackwardApply": (("w", "c", "r"), ("execd", "outst")),
-    "ProcessBackwardAutogradReq": (_MSG, ("execd", "grads", "bstate", "awaiting")),
-    "ProcessBackwardAutogradResp": (_MSG, ("outst", "bstate", "awaiting")),
+    "RecvRpcBackwardApply": (("w", "c", "r"), ("fired", "outst")),
+    "ProcessBackwardAutogradReq": (_MSG, (*_TASK, "grads")),
+    "ProcessBackwardAutogradResp": (_MSG, _FAIL),
     "CleanupBackwardPass": (("w", "c"), ("bstate", "awaiting")),
-    "ProcessBackwardStart": (_MSG, ("parent", "echoWait", "bstate")),
-    "ProcessBackwardAck": (_MSG, ("echoWait",)),
+    "ProcessBackwardStart": (_MSG, ("execd", "fired", "bstate", "parent", "echoWait")),
+    "ProcessBackwardAck": (_MSG, ("bstate", "echoWait")),
+    "NewContextRefused": (("w", "t"), ()),
 }
 
 #: Header settings that are spec constants, by the same name.
@@ -129,35 +116,59 @@ _SETTINGS = (
     "Workers",
     "Calls",
     "NestCalls",
+    "FireAndForget",
     "Variant",
     "RefAblations",
+    "Watermark",
     "LateForward",
     "DupCleanup",
     "LoseCleanup",
     "CrashWorkers",
+    "Detect",
+    "RpcTimeout",
     "Cascade",
     "KnownOnlyOnGrad",
+    "NestingUnchecked",
     "BackwardMode",
     "UnusedSends",
+    "ErrorWorkers",
+    "LateCalls",
     "UncheckedIds",
 )
 
 
 def _budgets(traces: Sequence[Trace]) -> Mapping[str, str]:
-    """MaxCtx and MaxMsg for a batch: per worker, the most ids of each kind any trace drew
-    (``nextCtx``/``nextMsg`` after a draw); a worker that drew none gets 0."""
+    """The bounds a batch needs (each only has to be large enough): ``MaxCtx`` and ``MaxMsg``
+    per worker, the most ids of each kind any trace drew (``nextCtx``/``nextMsg`` after a
+    draw; a worker that drew none gets 0); ``Threads``, the application threads any event
+    names; ``MaxNested``, the most nested calls a UDF made; ``MaxPasses``, one more than the
+    backward calls any trace made (so that every logged pass may retain its graph)."""
     top = {"nextCtx": dict.fromkeys(traces[0].header.nodes, 0)}
     top["nextMsg"] = dict(top["nextCtx"])
+    threads, nested, passes = 0, 1, 1
     for trace in traces:
+        calls = 0
         for event in trace.events:
             for field, most in top.items():
                 if field in event.post:
                     most[event.node] = max(most.get(event.node, 0), int(event.post[field]))
+            if "t" in event.args:
+                threads = max(threads, int(event.args["t"]))
+            if event.event == "NestedSendMessageWithAutograd":
+                nested = max(nested, int(event.args["h"]["called"]) + 1)
+            calls += event.event == "DistEngineExecute"
+        passes = max(passes, calls + 1)
 
     def function(most: dict[str, int]) -> str:
         return "(" + " @@ ".join(f"{int(w)} :> {n}" for w, n in sorted(most.items())) + ")"
 
-    return {"MaxCtx": function(top["nextCtx"]), "MaxMsg": function(top["nextMsg"])}
+    return {
+        "MaxCtx": function(top["nextCtx"]),
+        "MaxMsg": function(top["nextMsg"]),
+        "Threads": f"0..{threads}",
+        "MaxNested": str(nested),
+        "MaxPasses": str(passes),
+    }
 
 
 AUTOGRAD = ProtocolMap(

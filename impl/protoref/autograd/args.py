@@ -1,8 +1,9 @@
 """The parameters of DistAutograd.tla's actions, as logged in a trace event's ``args``.
 
 One model per action, named ``<Action>Args``; ``action`` is the action's name (the event's
-``event``). Fields are the spec parameters under their TLA+ names (``w``, ``dst``, ``grad``,
-``h``, ``msg``, ``m``, ``respGrad``, ``loss``, ``c``, ``r``), in the spec's order. The core
+``event``). Fields are the spec parameters under their TLA+ names (``w``, ``t``, ``dst``, ``grad``,
+``h``, ``await``, ``retain``, ``msg``, ``m``, ``respGrad``, ``loss``, ``c``, ``r``), in the
+spec's order (``await`` is ``await_`` in Python, a keyword). The core
 builds them with the unvalidated ``of`` factories; parsed traces validate them.
 """
 
@@ -20,6 +21,7 @@ from protoref.tracing import FrozenModel, trusted
 __all__ = [
     "ACTION_NAMES",
     "ActionArgs",
+    "BackwardErrorArgs",
     "CleanupBackwardPassArgs",
     "CrashArgs",
     "DeserializeForwardAutogradRespArgs",
@@ -30,6 +32,8 @@ __all__ = [
     "LoseCleanupMsgArgs",
     "NestedSendMessageWithAutogradArgs",
     "NewContextArgs",
+    "NewContextRefusedArgs",
+    "PollTimeoutRpcsArgs",
     "ProcessBackwardAckArgs",
     "ProcessBackwardAutogradReqArgs",
     "ProcessBackwardAutogradRespArgs",
@@ -39,6 +43,7 @@ __all__ = [
     "RecvRpcBackwardApplyArgs",
     "ReleaseContextArgs",
     "ReleaseOrphanedContextArgs",
+    "RetrieveContextArgs",
     "RetryCleanupArgs",
     "SendMessageWithAutogradArgs",
 ]
@@ -59,35 +64,63 @@ class _W(ActionArgs):
     w: int
 
 
-class NewContextArgs(_W):
+_ALIASED = ConfigDict(
+    frozen=True,
+    extra="forbid",
+    validate_by_name=True,
+    validate_by_alias=True,
+    serialize_by_alias=True,
+)
+
+
+class _WT(ActionArgs):
+    """An application thread ``t`` of worker ``w``."""
+
+    w: int
+    t: int = Field(ge=0)
+
+
+class NewContextArgs(_WT):
     action: ClassVar[str] = "NewContext"
 
 
-class ReleaseContextArgs(_W):
+class NewContextRefusedArgs(_WT):
+    action: ClassVar[str] = "NewContextRefused"
+
+
+class ReleaseContextArgs(_WT):
     action: ClassVar[str] = "ReleaseContext"
 
 
-class DistEngineExecuteArgs(_W):
+class DistEngineExecuteArgs(_WT):
     action: ClassVar[str] = "DistEngineExecute"
+    retain: bool
 
 
 class CrashArgs(_W):
     action: ClassVar[str] = "Crash"
 
 
-class SendMessageWithAutogradArgs(ActionArgs):
+class SendMessageWithAutogradArgs(_WT):
     action: ClassVar[str] = "SendMessageWithAutograd"
-    w: int
     dst: int
     grad: bool
 
 
 class NestedSendMessageWithAutogradArgs(ActionArgs):
     action: ClassVar[str] = "NestedSendMessageWithAutograd"
+    model_config = _ALIASED
     w: int
     h: Handler
     dst: int
     grad: bool
+    await_: bool = Field(alias="await")
+
+
+class PollTimeoutRpcsArgs(ActionArgs):
+    action: ClassVar[str] = "PollTimeoutRpcs"
+    w: int
+    m: AutogradId
 
 
 class _M(ActionArgs):
@@ -146,13 +179,7 @@ class ProcessBackwardAckArgs(_WMsg):
 
 class FinishForwardAutogradReqArgs(ActionArgs):
     action: ClassVar[str] = "FinishForwardAutogradReq"
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-    )
+    model_config = _ALIASED
     w: int
     h: Handler
     resp_grad: bool = Field(alias="respGrad")
@@ -178,6 +205,14 @@ class CleanupBackwardPassArgs(_WC):
     action: ClassVar[str] = "CleanupBackwardPass"
 
 
+class RetrieveContextArgs(_WC):
+    action: ClassVar[str] = "RetrieveContext"
+
+
+class BackwardErrorArgs(_WC):
+    action: ClassVar[str] = "BackwardError"
+
+
 class RecvRpcBackwardApplyArgs(ActionArgs):
     action: ClassVar[str] = "RecvRpcBackwardApply"
     w: int
@@ -185,20 +220,24 @@ class RecvRpcBackwardApplyArgs(ActionArgs):
     r: RecvFn
 
 
-#: Every action's args model, in the spec's order of AppNext, FaultNext and SystemNext.
+#: Every action's args model, in the spec's order of AppNext, FaultNext, SystemNext and the
+#: refusal.
 ARGS_MODELS: Final[tuple[type[ActionArgs], ...]] = (
     NewContextArgs,
     SendMessageWithAutogradArgs,
     NestedSendMessageWithAutogradArgs,
     ReleaseContextArgs,
     DistEngineExecuteArgs,
+    RetrieveContextArgs,
     RetryCleanupArgs,
     LoseCleanupMsgArgs,
     CrashArgs,
+    BackwardErrorArgs,
     ProcessForwardAutogradReqArgs,
     FinishForwardAutogradReqArgs,
     DeserializeForwardAutogradRespArgs,
     DeserializeResponseArgs,
+    PollTimeoutRpcsArgs,
     ProcessCleanupAutogradContextReqArgs,
     ReleaseOrphanedContextArgs,
     DiscardArgs,
@@ -208,6 +247,7 @@ ARGS_MODELS: Final[tuple[type[ActionArgs], ...]] = (
     CleanupBackwardPassArgs,
     ProcessBackwardStartArgs,
     ProcessBackwardAckArgs,
+    NewContextRefusedArgs,
 )
 #: The spec's action names (and the trace's event names), in that order.
 ACTION_NAMES: Final[tuple[str, ...]] = tuple(m.action for m in ARGS_MODELS)

@@ -15,9 +15,11 @@ What the fields mean per type (the spec's comment above ``Msg``):
 - ``BWD_REQ``: ``BACKWARD_AUTOGRAD_REQ`` for the send function ``mid``; ``flag`` = the gradient
   is non-zero (some consumer of the recv function fed it).
 - ``BWD_RESP``: its answer, ``flag`` = ok (in the Reference only a dead worker's agent answers).
-- ``BWD_START``, ``BWD_ACK``: the Reference's Echo flood and its acknowledgements.
+- ``BWD_START``, ``BWD_ACK``: the Reference's Echo flood and its acknowledgements
+  (``BWD_ACK``: ``flag`` = the subtree's part of the pass is ok).
 
-``dup`` is 0 for a first attempt, 1 for an attempt that was retried and 2 for the retry's copy
+``pass`` (``pass_`` in Python, a keyword) is the backward pass a ``BWD_*`` message belongs to
+(``BwdMsg``; the Reference's "passTag"), 0 otherwise. ``dup`` is 0 for a first attempt, 1 for an attempt that was retried and 2 for the retry's copy
 (``RetryCleanup``). A message holds no tensor: the gradient and the call's payload travel beside
 it in the driver's frame; the record is exactly the spec's, so the network is a set of them.
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias
 
-from pydantic import BeforeValidator, Field, PlainSerializer, TypeAdapter
+from pydantic import BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter
 
 from protoref.autograd.ids import NO_WORKER, AutogradId
 from protoref.tracing import FrozenModel, trusted
@@ -74,6 +76,14 @@ MaybeId = Annotated[
 class Msg(FrozenModel):
     """DistAutograd.tla ``MsgRec``: one record shape for every message."""
 
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
     type: MsgType
     ctx: AutogradId
     mid: MaybeId = None
@@ -82,6 +92,7 @@ class Msg(FrozenModel):
     dst: int
     flag: bool = True
     trig: int = NO_WORKER
+    pass_: int = Field(default=0, ge=0, alias="pass")
     dup: int = Field(default=0, ge=0, le=2)
 
     @classmethod
@@ -105,6 +116,33 @@ class Msg(FrozenModel):
             "dst": dst,
             "flag": flag,
             "trig": NO_WORKER,
+            "pass_": 0,
+            "dup": 0,
+        }
+        return trusted(cls, values)
+
+    @classmethod
+    def bwd(  # noqa: PLR0917 - the spec's BwdMsg(t, c, m, p, s, d, f), positionally
+        cls,
+        type_: MsgType,
+        ctx: AutogradId,
+        mid: AutogradId | None,
+        pass_: int,
+        src: int,
+        dst: int,
+        flag: bool,
+    ) -> Self:
+        """``BwdMsg(t, c, m, p, s, d, f)``: a backward message of pass ``p`` (no ``req``)."""
+        values = {
+            "type": type_,
+            "ctx": ctx,
+            "mid": mid,
+            "req": None,
+            "src": src,
+            "dst": dst,
+            "flag": flag,
+            "trig": NO_WORKER,
+            "pass_": pass_,
             "dup": 0,
         }
         return trusted(cls, values)
@@ -121,6 +159,7 @@ class Msg(FrozenModel):
             "dst": dst,
             "flag": True,
             "trig": trig,
+            "pass_": 0,
             "dup": 0,
         }
         return trusted(cls, values)
@@ -131,7 +170,8 @@ class Msg(FrozenModel):
 
     def __str__(self) -> str:
         ids = " ".join(str(i) for i in (self.mid, self.req) if i is not None)
-        return f"{self.type} {self.src}->{self.dst} c{self.ctx} {ids} flag={self.flag}".strip()
+        tag = f" pass={self.pass_}" if self.pass_ else ""
+        return f"{self.type} {self.src}->{self.dst} c{self.ctx} {ids} flag={self.flag}{tag}"
 
 
 MESSAGE_ADAPTER: Final[TypeAdapter[Msg]] = TypeAdapter(Msg)

@@ -31,6 +31,9 @@ from protoref.autograd.transition import (
 
 __all__ = [
     "crash",
+    "new_context_refused",
+    "poll_timeout_rpcs",
+    "retrieve_context",
     "deserialize_forward_autograd_resp",
     "deserialize_response",
     "finish_forward_autograd_req",
@@ -67,9 +70,10 @@ def _draw(ctn: Container, counter: int, action: str, what: str) -> AutogradId:
 
 
 def new_context(ctn: Container, t: int = 0) -> Step:
-    """``NewContext(w)``: ``with dist_autograd.context()`` -> ``_new_context`` ->
-    ``DistAutogradContainer::newContext``: a fresh id, current for the thread; refused while
-    the thread has one (one context per thread, no nesting)."""
+    """``NewContext(w, t)``: ``with dist_autograd.context()`` on thread ``t`` ->
+    ``_new_context`` -> ``DistAutogradContainer::newContext``: a fresh id, current for the
+    thread; refused while the thread has one (one context per thread, no nesting: the refusal
+    is :func:`new_context_refused`)."""
     name = "NewContext"
     alive(ctn, name)
     if t in ctn.threads:
@@ -80,7 +84,18 @@ def new_context(ctn: Container, t: int = 0) -> Step:
         ctxs=ctn.ctxs | {c},
         threads={**ctn.threads, t: c},
     )
-    return Step(new, (), a.NewContextArgs.of(w=ctn.me))
+    return Step(new, (), a.NewContextArgs.of(w=ctn.me, t=t))
+
+
+def new_context_refused(ctn: Container, t: int = 0) -> Step:
+    """``NewContextRefused(w, t)``: ``newContext`` on a thread that has a context raises
+    "Already have an autograd context id for this thread." and nothing changes (a step the
+    trace records; the spec sees it as stuttering). The caller raises the error."""
+    name = "NewContextRefused"
+    alive(ctn, name)
+    if t not in ctn.threads:
+        raise fail(ctn, name, f"thread {t} has no context: NewContext is not refused")
+    return Step(ctn, (), a.NewContextRefusedArgs.of(w=ctn.me, t=t))
 
 
 def _current(ctn: Container, action: str, t: int) -> AutogradId:
@@ -95,15 +110,14 @@ def _current(ctn: Container, action: str, t: int) -> AutogradId:
 def send_message_with_autograd(
     ctn: Container, dst: int, grad: bool, t: int = 0, extra: frozenset[AutogradId] = _NOTHING
 ) -> Step:
-    """``SendMessageWithAutograd(w, dst, grad)``: an RPC from the block ->
+    """``SendMessageWithAutograd(w, t, dst, grad)``: an RPC from thread ``t``'s block ->
     ``getMessageWithAutograd`` (torch/csrc/distributed/autograd/utils.cpp): a message id,
     ``addSendRpcBackward`` if the tensors require grad (next edges: the recv functions the
     loss may use, ``AppInputs``), ``addKnownWorkerId(dst)`` for every wrapped message (PR
-    #30914), the future pending.
+    #30914; ``dst`` may be the worker itself, a self-RPC), the future pending.
 
-    Beyond the spec: a send while the context's pass is over (the spec has one pass, before
-    which every forward RPC is made; a DistributedOptimizer step sends after it), and a call to
-    the worker itself (whose cleanup would be sent to itself: it is not made a known worker)."""
+    Beyond the spec: a send once the context's pass is over (the spec's forward RPCs all come
+    before the first pass; a DistributedOptimizer step sends after it)."""
     name = "SendMessageWithAutograd"
     alive(ctn, name)
     c = _current(ctn, name, t)
@@ -113,27 +127,32 @@ def send_message_with_autograd(
     sends = ctn.sends
     if grad:
         sends = sends | {SendFn.of(c, m, dst, ctn.app_inputs(c) | extra)}
-    known = ctn.known if dst == ctn.me else ctn.known | {(c, dst)}
     new = ctn.evolve(
         next_msg=ctn.next_msg + 1,
         sends=sends,
-        known=known,
+        known=ctn.known | {(c, dst)},
         pending=ctn.pending | {(c, m)},
     )
     msg = Msg.make("FWD_REQ", c, m, m, ctn.me, dst, grad)
-    return Step(new, (msg,), a.SendMessageWithAutogradArgs.of(w=ctn.me, dst=dst, grad=grad))
+    args = a.SendMessageWithAutogradArgs.of(w=ctn.me, t=t, dst=dst, grad=grad)
+    return Step(new, (msg,), args)
 
 
-def nested_send_message_with_autograd(
-    ctn: Container, h: Handler, dst: int, grad: bool, extra: frozenset[AutogradId] = _NOTHING
+def nested_send_message_with_autograd(  # noqa: PLR0917 - the spec's parameters, then extra
+    ctn: Container,
+    h: Handler,
+    dst: int,
+    grad: bool,
+    await_: bool = True,
+    extra: frozenset[AutogradId] = _NOTHING,
 ) -> Step:
-    """``NestedSendMessageWithAutograd(w, h, dst, grad)``: the UDF of handler ``h`` calls on;
-    ``DistAutogradContextGuard`` makes ``getMessageWithAutograd`` wrap it in the caller's
-    context and record ``dst`` in this worker's known workers; the handler waits for it.
-
-    Beyond the spec (which bounds a UDF to one nested call, ``~h.called``): further nested
-    calls, whose send functions are also fed by the earlier nested answers (``h.nr``; empty at
-    the first call, so the first call is the spec's)."""
+    """``NestedSendMessageWithAutograd(w, h, dst, grad, await)``: the UDF of handler ``h``
+    calls on; ``DistAutogradContextGuard`` makes ``getMessageWithAutograd`` wrap it in the
+    caller's context and record ``dst`` in this worker's known workers. The handler waits for
+    it (``await``), or fires and forgets it: its future is ``detached`` and the Reference's
+    answer waits for it ("joinNested"). Its send function is fed by the request's recv
+    function and the earlier nested answers' (``h.nr``); the spec bounds the calls by
+    ``MaxNested`` (a trace's bound is derived from it)."""
     name = "NestedSendMessageWithAutograd"
     alive(ctn, name)
     if h not in ctn.handlers:
@@ -148,21 +167,27 @@ def nested_send_message_with_autograd(
     if grad:
         inputs = ({h.req} if h.grad else set()) | h.nr | extra
         sends = sends | {SendFn.of(c, m, dst, frozenset(inputs))}
-    known = ctn.known if dst == ctn.me else ctn.known | {(c, dst)}
-    waiting = h.evolve(wait=m, called=True)
+    waiting = h.evolve(
+        wait=m if await_ else None,
+        called=h.called + 1,
+        forgot=h.forgot if await_ else h.forgot | {m},
+    )
     new = ctn.evolve(
         next_msg=ctn.next_msg + 1,
         sends=sends,
-        known=known,
+        known=ctn.known | {(c, dst)},
         handlers=(ctn.handlers - {h}) | {waiting},
+        detached=ctn.detached if await_ else ctn.detached | {(c, m)},
     )
     msg = Msg.make("FWD_REQ", c, m, m, ctn.me, dst, grad)
-    args = a.NestedSendMessageWithAutogradArgs.of(w=ctn.me, h=h, dst=dst, grad=grad)
+    args = a.NestedSendMessageWithAutogradArgs.of(
+        w=ctn.me, h=h, dst=dst, grad=grad, await_=await_
+    )
     return Step(new, (msg,), args)
 
 
 def release_context(ctn: Container, c: AutogradId | None = None, t: int = 0) -> Step:
-    """``ReleaseContext(w)``: ``with`` exits -> ``_release_context`` ->
+    """``ReleaseContext(w, t)``: ``with`` exits on thread ``t`` -> ``_release_context`` ->
     ``DistAutogradContainer::releaseContext``: the id must exist; snapshot the known workers,
     erase, reset the thread's current id, send the cleanups (fire and forget; retried until
     acknowledged). The block's RPCs may still be in flight (``LateForward``). Reference
@@ -178,14 +203,30 @@ def release_context(ctn: Container, c: AutogradId | None = None, t: int = 0) -> 
             raise fail(ctn, name, NO_CURRENT)
     if c not in ctn.ctxs:
         raise fail(ctn, name, NOT_FOUND.format(c.to_int()))
-    if ctn.running(c):
+    if ctn.running(c) and ctn.is_root(c):
         raise NotYetError(str(ctn.me), name, f"context {c}'s backward pass is running here")
     if ctn.handlers_of(c):
         raise NotYetError(str(ctn.me), name, f"handlers of context {c} still run here (defer)")
     to = ctn.known_of(c) - {ctn.me}
     threads = {k: v for k, v in ctn.threads.items() if not (k == t and v == c)}
     new = erase(ctn, c).evolve(threads=threads)
-    return Step(new, cleanups_for(ctn, c, to, ctn.me), a.ReleaseContextArgs.of(w=ctn.me))
+    return Step(new, cleanups_for(ctn, c, to, ctn.me), a.ReleaseContextArgs.of(w=ctn.me, t=t))
+
+
+def retrieve_context(ctn: Container, c: AutogradId) -> Step:
+    """``RetrieveContext(w, c)``: ``backward`` or ``get_gradients`` called with the id of a
+    context this worker created and has released (#40880: e.g. in a future's callback) ->
+    ``DistAutogradContainer::retrieveContext``, which throws "Could not find autograd context
+    with id" (the Reference's erase is final: the tombstone refuses a late message). The spec
+    records the first such call per context; a later one is no step (the caller raises
+    either way). Raises for an id that is no released context of this worker."""
+    name = "RetrieveContext"
+    alive(ctn, name)
+    if c.worker != ctn.me or c not in ctn.tomb:
+        raise fail(ctn, name, f"context {c} is no context this worker created and released")
+    if c in ctn.late:
+        raise fail(ctn, name, f"a late call with context {c} is already recorded")
+    return Step(ctn.evolve(late=ctn.late | {c}), (), a.RetrieveContextArgs.of(w=ctn.me, c=c))
 
 
 # --------------------------------------------------------------------------- handlers
@@ -235,26 +276,23 @@ def finish_forward_autograd_req(
     if h.wait is not None:
         raise fail(ctn, name, f"handler {h.req} still waits for its nested call {h.wait}")
     c = h.ctx
+    if any((c, m) in ctn.detached for m in h.forgot):  # "joinNested"
+        raise NotYetError(str(ctn.me), name, f"handler {h.req}'s forgotten calls still run")
     ok = not h.err and not raised and (not resp_grad or c in ctn.ctxs)
     args = a.FinishForwardAutogradReqArgs.of(w=ctn.me, h=h, resp_grad=resp_grad)
     handlers = ctn.handlers - {h}
     if ok and resp_grad:
         m = _draw(ctn, ctn.next_msg, name, "message")
         inputs = frozenset(({h.req} if h.grad else set()) | h.nr | extra)
-        known = ctn.known if h.caller == ctn.me else ctn.known | {(c, h.caller)}
         new = ctn.evolve(
             handlers=handlers,
             next_msg=ctn.next_msg + 1,
             sends=ctn.sends | {SendFn.of(c, m, h.caller, inputs)},
-            known=known,
+            known=ctn.known | {(c, h.caller)},
         )
         return Step(new, (Msg.make("FWD_RESP", c, m, h.req, ctn.me, h.caller, True),), args)
     answer = Msg.make("RESP", c, None, h.req, ctn.me, h.caller, ok)
     return Step(ctn.evolve(handlers=handlers), (answer,), args)
-
-
-def _waiting(ctn: Container, req: AutogradId | None) -> list[Handler]:
-    return [h for h in ctn.handlers if h.wait is not None and h.wait == req]
 
 
 def deserialize_forward_autograd_resp(ctn: Container, msg: Msg, loss: bool) -> Step:
@@ -269,18 +307,22 @@ def deserialize_forward_autograd_resp(ctn: Container, msg: Msg, loss: bool) -> S
     if msg.mid is None or msg.req is None:
         raise fail(ctn, name, "a FWD_RESP without its message ids")
     app = (c, msg.req) in ctn.pending
-    hs = _waiting(ctn, msg.req)
-    if not app and not hs:
+    det = (c, msg.req) in ctn.detached
+    hs = ctn.handlers_waiting(msg.req)
+    if not app and not det and not hs:
         raise fail(ctn, name, f"nobody waits for the answer to {msg.req}")
     if not app and not loss:
         raise fail(ctn, name, "a nested answer feeds its handler (loss must be TRUE)")
     drop = c in ctn.tomb
     args = a.DeserializeForwardAutogradRespArgs.of(w=ctn.me, msg=msg, loss=loss)
-    changes: dict[str, object] = {"pending": ctn.pending - {(c, msg.req)}}
+    changes: dict[str, object] = {
+        "pending": ctn.pending - {(c, msg.req)},
+        "detached": ctn.detached - {(c, msg.req)},
+    }
     if not drop:
         changes["ctxs"] = ctn.ctxs | {c}
         changes["recvs"] = ctn.recvs | {RecvFn.of(c, msg.mid, msg.src, app and loss)}
-    if not app:
+    if not app and not det:
         nr = frozenset() if drop else frozenset({msg.mid})
         woken = {h.evolve(wait=None, nr=h.nr | nr) for h in hs}
         changes["handlers"] = (ctn.handlers - set(hs)) | woken
@@ -292,15 +334,39 @@ def deserialize_response(ctn: Container, msg: Msg) -> Step:
     exception (``deserializeResponse``); a nested call's exception makes its UDF fail."""
     name = "DeserializeResponse"
     addressed(ctn, name, msg, "RESP")
-    app = (msg.ctx, msg.req) in ctn.pending
-    hs = _waiting(ctn, msg.req)
-    if not app and not hs:
+    key = (msg.ctx, msg.req)
+    app, det = key in ctn.pending, key in ctn.detached
+    hs = ctn.handlers_waiting(msg.req)
+    if not app and not det and not hs:
         raise fail(ctn, name, f"nobody waits for the answer to {msg.req}")
-    changes: dict[str, object] = {"pending": ctn.pending - {(msg.ctx, msg.req)}}
-    if not app:
+    changes: dict[str, object] = {
+        "pending": ctn.pending - {key},  # type: ignore[operator]
+        "detached": ctn.detached - {key},  # type: ignore[operator]
+    }
+    if not app and not det:
         woken = {h.evolve(wait=None, err=not msg.flag) for h in hs}
         changes["handlers"] = (ctn.handlers - set(hs)) | woken
     return Step(ctn.evolve(**changes), (), a.DeserializeResponseArgs.of(w=ctn.me, msg=msg))
+
+
+def poll_timeout_rpcs(ctn: Container, m: AutogradId) -> Step:
+    """``PollTimeoutRpcs(w, m)``: the agent's timeout poller (``pollTimeoutRpcs``,
+    rpc/tensorpipe_agent.cpp) fails the future of request ``m``: "RPC ran for more than set
+    timeout". An application future or a forgotten call's future is gone; a handler waiting on
+    it resumes with the error. The callee's late answer is then nobody's (``Discard``)."""
+    name = "PollTimeoutRpcs"
+    alive(ctn, name)
+    in_app = frozenset(p for p in ctn.pending if p[1] == m)
+    in_det = frozenset(p for p in ctn.detached if p[1] == m)
+    hs = ctn.handlers_waiting(m)
+    if not in_app and not in_det and not hs:
+        raise fail(ctn, name, f"no future of request {m} is pending here")
+    new = ctn.evolve(
+        pending=ctn.pending - in_app,
+        detached=ctn.detached - in_det,
+        handlers=(ctn.handlers - set(hs)) | {h.evolve(wait=None, err=True) for h in hs},
+    )
+    return Step(new, (), a.PollTimeoutRpcsArgs.of(w=ctn.me, m=m))
 
 
 def process_cleanup_autograd_context_req(ctn: Container, msg: Msg) -> Step:
@@ -340,15 +406,22 @@ def release_orphaned_context(ctn: Container, c: AutogradId, creator_dead: bool) 
 
 
 def crash(ctn: Container) -> Step:
-    """``Crash(w)``: the worker dies with its container. The messages it returns are the error
-    answers the other workers' agents make up for the requests it was handling (for those
-    still in flight to it, and for everything else sent to it, the driver's network decides:
-    see :func:`protoref.autograd.network.crash_network`)."""
+    """``Crash(w)``: the worker dies with its container. The messages it returns are what the
+    other workers' agents make up when they notice (``Detect``): error answers for the requests
+    it was handling, and a failed ``BWD_ACK`` to the flood parent of each graph task it was
+    running (for the messages still in flight to it the driver's network decides: see
+    :func:`protoref.autograd.network.crash_network`)."""
     name = "Crash"
     alive(ctn, name)
-    answers = tuple(
+    answers = [
         Msg.make("RESP", h.ctx, None, h.req, ctn.me, h.caller, False)
         for h in sorted(ctn.handlers, key=lambda h: (h.ctx, h.req))
-    )
+    ]
+    answers += [
+        Msg.bwd("BWD_ACK", c, None, ctn.pass_of(c), ctn.me, x, False)
+        for c, x in sorted(ctn.parent)
+        if ctn.running(c)
+    ]
     new = Container(me=ctn.me, next_ctx=ctn.next_ctx, next_msg=ctn.next_msg, alive=False)
-    return Step(new.evolve(tomb=ctn.tomb), answers, a.CrashArgs.of(w=ctn.me))
+    kept = new.evolve(tomb=ctn.tomb, results=ctn.results, freed=ctn.freed, late=ctn.late)
+    return Step(kept, tuple(answers), a.CrashArgs.of(w=ctn.me))

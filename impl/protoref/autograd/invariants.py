@@ -153,20 +153,25 @@ def live(world: World, c: Id) -> frozenset[tuple[int, Id]]:
 
 
 def gradient_exactly_once(world: World) -> str | None:
-    """``GradientExactlyOnceInv``: once the root's pass is done, the contributions on every
-    worker are exactly those of the functions on the loss's gradient path."""
+    """``GradientExactlyOnceInv``: for every pass the root's backward returned from, while the
+    creator holds the context and no worker has crashed, the contributions of that pass on
+    every worker are exactly those of the functions on the loss's gradient path."""
+    if not all(ctn.alive for ctn in world.containers.values()):
+        return None
     for creator in world.containers.values():
-        for c, state in creator.bstate:
-            if state != "done" or c.worker != creator.me:
+        for c, p, outcome in creator.results:
+            held = c in creator.ctxs and c not in creator.tomb
+            if outcome != "done" or c.worker != creator.me or not held:
                 continue
             path = live(world, c)
             for w, ctn in world.containers.items():
-                got = {f for k, f in ctn.grads if k == c}
+                got = {f for k, q, f in ctn.grads if k == c and q == p}
                 sends = {s.mid for s in ctn.sends_of(c)}
                 want = {f for x, f in path if x == w and (f == ROOT_FN or f in sends)}
                 if got != want:
                     return (
-                        f"worker {w}'s contributions to {c} are {sorted(got)}, not {sorted(want)}"
+                        f"worker {w}'s contributions to {c} pass {p} are {sorted(got)}, "
+                        f"not {sorted(want)}"
                     )
     return None
 
@@ -208,19 +213,21 @@ def eventual_release(world: World) -> str | None:
 def backward_terminates(world: World) -> str | None:
     """``BackwardTerminatesProp`` in a final state: no graph task still runs."""
     for w, ctn in world.containers.items():
-        for c, state in ctn.bstate:
-            if state == "run":
+        for c, _, state in ctn.bstate:
+            if ctn.alive and state in ("run", "err"):
                 return f"worker {w}'s graph task of {c} still runs"
     return None
 
 
 def forward_terminates(world: World) -> str | None:
-    """``ForwardTerminatesProp`` in a final state: no handler or application future waits."""
+    """``ForwardTerminatesProp`` in a final state: no handler, application future or
+    forgotten nested call's future waits."""
     for w, ctn in world.containers.items():
         if ctn.handlers:
             return f"worker {w} still has handlers {sorted(h.req for h in ctn.handlers)}"
-        if ctn.pending:
-            return f"worker {w}'s application still waits for {sorted(ctn.pending)}"
+        if ctn.pending or ctn.detached:
+            waiting = sorted(ctn.pending | ctn.detached)
+            return f"worker {w}'s futures still wait for {waiting}"
     return None
 
 

@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple
 
 from protoref.autograd.args import ACTION_NAMES
 from protoref.autograd.echo import (
+    backward_error,
     cleanup_backward_pass,
     complete,
     dist_engine_execute,
@@ -35,10 +36,13 @@ from protoref.autograd.forward import (
     finish_forward_autograd_req,
     nested_send_message_with_autograd,
     new_context,
+    new_context_refused,
+    poll_timeout_rpcs,
     process_cleanup_autograd_context_req,
     process_forward_autograd_req,
     release_context,
     release_orphaned_context,
+    retrieve_context,
     send_message_with_autograd,
 )
 from protoref.autograd.network import crash_network, discard, retry_cleanup
@@ -49,6 +53,10 @@ __all__ = [
     "NotYetError",
     "Row",
     "Step",
+    "backward_error",
+    "new_context_refused",
+    "poll_timeout_rpcs",
+    "retrieve_context",
     "cleanup_backward_pass",
     "complete",
     "crash",
@@ -93,22 +101,26 @@ ACTION_TABLE: Final[tuple[Row, ...]] = tuple(
         ("NestedSendMessageWithAutograd", nested_send_message_with_autograd, ""),
         ("ReleaseContext", release_context, ""),
         ("DistEngineExecute", dist_engine_execute, ""),
+        ("RetrieveContext", retrieve_context, "the API's backward/get_gradients after release"),
         ("RetryCleanup", retry_cleanup, "the network's (a driver applies it)"),
         ("LoseCleanupMsg", None, "PyTorch only: the Reference retries until acknowledged"),
         ("Crash", crash, "with crash_network for the messages in flight"),
+        ("BackwardError", backward_error, "a backward function raised"),
         ("ProcessForwardAutogradReq", process_forward_autograd_req, ""),
         ("FinishForwardAutogradReq", finish_forward_autograd_req, ""),
         ("DeserializeForwardAutogradResp", deserialize_forward_autograd_resp, ""),
         ("DeserializeResponse", deserialize_response, ""),
+        ("PollTimeoutRpcs", poll_timeout_rpcs, "the agent's timeout poller"),
         ("ProcessCleanupAutogradContextReq", process_cleanup_autograd_context_req, ""),
         ("ReleaseOrphanedContext", release_orphaned_context, ""),
-        ("Discard", discard, "the sender's agent (a driver applies it)"),
+        ("Discard", discard, "the agent (a driver applies it)"),
         ("RecvRpcBackwardApply", recv_rpc_backward_apply, ""),
         ("ProcessBackwardAutogradReq", process_backward_autograd_req, ""),
         ("ProcessBackwardAutogradResp", process_backward_autograd_resp, ""),
         ("CleanupBackwardPass", cleanup_backward_pass, ""),
         ("ProcessBackwardStart", process_backward_start, ""),
         ("ProcessBackwardAck", process_backward_ack, ""),
+        ("NewContextRefused", new_context_refused, "stuttering: the refusal is traced"),
     )
 )
 

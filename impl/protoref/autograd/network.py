@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from protoref.autograd.events import Msg
 from protoref.errors import ProtocolError
 
-__all__ = ["crash_network", "discard", "retry_cleanup"]
+__all__ = ["crash_network", "discard", "error_answer", "retry_cleanup"]
 
 
 def retry_cleanup(m: Msg) -> tuple[Msg, Msg]:
@@ -26,28 +26,40 @@ def retry_cleanup(m: Msg) -> tuple[Msg, Msg]:
     return m.with_dup(1), m.with_dup(2)
 
 
-def discard(m: Msg, dst_alive: bool) -> tuple[Msg, ...]:
-    """``Discard(msg)``: a message to a dead worker. The sender's agent fails the future of a
-    request (an error answer made up in the dead worker's name) or of a gradient request; any
-    other message is lost."""
-    if dst_alive:
-        raise ProtocolError(str(m.src), "Discard", f"worker {m.dst} of {m} is alive")
+def error_answer(m: Msg) -> tuple[Msg, ...]:
+    """``ErrorAnswer(m)``: what an agent makes up when request ``m`` meets a dead worker (its
+    connections closed: ``Detect``): the future fails; Echo's failure detector answers a
+    ``BWD_START`` the dead worker will never acknowledge."""
     if m.type == "FWD_REQ":
         return (Msg.make("RESP", m.ctx, None, m.req, m.dst, m.src, False),)
     if m.type == "BWD_REQ":
-        return (Msg.make("BWD_RESP", m.ctx, m.mid, None, m.dst, m.src, False),)
+        return (Msg.bwd("BWD_RESP", m.ctx, m.mid, m.pass_, m.dst, m.src, False),)
+    if m.type == "BWD_START":
+        return (Msg.bwd("BWD_ACK", m.ctx, None, m.pass_, m.dst, m.src, False),)
+    return ()
+
+
+def discard(m: Msg, dst_alive: bool, waited_for: bool = False) -> tuple[Msg, ...]:
+    """``Discard(msg)``: the agent disposes of a message nobody will handle: one to a dead
+    worker (a request's future fails: :func:`error_answer`; anything else is lost), or an
+    answer whose future is gone (it timed out: ``waited_for`` is False) -- dropped."""
+    if not dst_alive:
+        return error_answer(m)
+    if m.type not in ("FWD_RESP", "RESP"):
+        raise ProtocolError(str(m.dst), "Discard", f"worker {m.dst} of {m} is alive")
+    if waited_for:
+        raise ProtocolError(str(m.dst), "Discard", f"a future still waits for {m}")
     return ()
 
 
 def crash_network(net: Iterable[Msg], w: int) -> list[Msg]:
     """The network after ``Crash(w)``: what was sent to ``w`` is gone, and every request in
-    flight to it is answered with an error in its name (the caller's agent fails the future).
-    The error answers for the requests ``w`` was handling come from
-    :func:`protoref.autograd.forward.crash`."""
+    flight to it is answered with an error in its name (:func:`error_answer`). The answers for
+    what ``w`` itself was doing come from :func:`protoref.autograd.forward.crash`."""
     kept: list[Msg] = []
     for m in net:
         if m.dst != w:
             kept.append(m)
-        elif m.type == "FWD_REQ":
-            kept.append(Msg.make("RESP", m.ctx, None, m.req, w, m.src, False))
+        else:
+            kept.extend(error_answer(m))
     return kept

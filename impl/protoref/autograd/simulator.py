@@ -84,7 +84,12 @@ class Simulator:
             if c is None:
                 if not self.draining and self.opened[w] < cfg.contexts:
                     out.append((1.0, partial(self._new_context, w)))
+                gone = [x for x in sorted(ctn.tomb) if x.worker == w and x not in ctn.late]
+                if gone and not self.draining:  # #40880: a call with the id after the block
+                    out.append((0.1, partial(self._retrieve, w, gone[-1])))
                 continue
+            if not self.draining:
+                out.append((0.05, partial(self._refused, w)))
             if ctn.running(c):
                 continue  # backward runs on this very thread
             calls = self.calls.get(c, 0)
@@ -94,9 +99,10 @@ class Simulator:
                         for grad in (True, False):
                             weight = self._grad_weight(grad)
                             out.append((weight, partial(self._send, w, dst, grad)))
-            backward = cfg.backward and not self.crashed
-            if backward and not ctn.started(c) and not ctn.pending_of(c) and calls:
-                out.append((3.0, partial(self._backward, w, c)))
+            backward = cfg.backward and not self.crashed and not self.draining
+            passes = ctn.finished(c)
+            if backward and passes < cfg.passes and not ctn.pending_of(c) and calls:
+                out.append((3.0 if not passes else 0.5, partial(self._backward, w, c)))
             if ctn.handlers_of(c):
                 continue  # the Reference's release waits for them ("defer")
             # leaving with calls in flight (late forward messages) or unmade is rarer than
@@ -114,12 +120,17 @@ class Simulator:
         out: list[Option] = []
         if h.wait is not None:
             return out
-        nest = self.config.nested and not self.draining and not h.called and not h.err
+        cfg = self.config
+        nest = cfg.nested and not self.draining and h.called < cfg.max_nested and not h.err
         if nest and h.ctx in ctn.ctxs:
-            for dst in range(self.config.workers):
+            for dst in range(cfg.workers):
                 if dst != w:
                     for grad in (True, False):
-                        out.append((0.5, partial(self._nested, w, h, dst, grad)))
+                        for await_ in (True, False):
+                            weight = 0.4 if await_ else 0.1
+                            out.append((weight, partial(self._nested, w, h, dst, grad, await_)))
+        if any((h.ctx, m) in ctn.detached for m in h.forgot):
+            return out  # the Reference's answer waits for its forgotten calls ("joinNested")
         for grad in (True, False):
             weight = self._grad_weight(grad)
             out.append((weight, partial(self._finish, w, h, grad)))
@@ -130,6 +141,10 @@ class Simulator:
         what a crash during a pass meets (Discard, ProcessBackwardAutogradResp)."""
         return 3.0 if grad and self.config.crash else 1.0
 
+    def _dead(self) -> frozenset[int]:
+        """The failure detector's verdict: the workers that have crashed."""
+        return frozenset(w for w, ctn in self.sim.containers.items() if not ctn.alive)
+
     def _system_options(self) -> list[Option]:
         out: list[Option] = []
         containers = self.sim.containers
@@ -139,40 +154,56 @@ class Simulator:
                 continue
             if self._deliverable(m):
                 out.append((1.0, partial(self._deliver, m)))
+            elif m.type in ("FWD_RESP", "RESP"):
+                out.append((1.0, partial(self._discard, m)))  # its future timed out
             if self.config.dup_cleanup and m.type == "CLEANUP" and m.dup == 0:
                 out.append((0.3, partial(self._retry, m)))
+        dead = self._dead()
         for w, ctn in containers.items():
             if not ctn.alive:
                 continue
-            for c, state in sorted(ctn.bstate):
-                if state != "run":
+            for c, _, state in sorted(ctn.bstate):
+                if state not in ("run", "err"):
                     continue
                 for r in bw.ready_recvs(ctn, c):
                     out.append((1.0, partial(self._apply_recv, w, c, r)))
-                if bw.complete(ctn, c):
+                if c in ctn.ctxs and bw.complete(ctn, c, dead):
                     out.append((1.0, partial(self._cleanup_pass, w, c)))
+                if state == "run" and c in ctn.ctxs and not self.draining:
+                    out.append((0.03, partial(self._backward_error, w, c)))
             for c in sorted(ctn.ctxs):
-                dead = not containers[c.worker].alive
-                if dead and not ctn.handlers_of(c):
+                if c.worker in dead and not ctn.handlers_of(c):
                     out.append((1.0, partial(self._orphan, w, c)))
+            if not self.draining:
+                for m in sorted(self._timeouts(ctn)):
+                    out.append((0.05, partial(self._timeout, w, m)))
         return out
+
+    def _timeouts(self, ctn: Container) -> set[AutogradId]:
+        """The futures of ``ctn`` that may time out: those of contexts their creator has left.
+        (A timed-out call's late answer is dropped; had it carried grad, its send function on
+        the callee would never get a gradient request, and a later pass of the context would
+        wait for it for ever: the spec claims no BackwardTerminatesProp with timeouts.)"""
+        futures = {(c, m) for c, m in ctn.pending | ctn.detached}
+        futures |= {(h.ctx, h.wait) for h in ctn.handlers if h.wait is not None}
+        return {m for c, m in futures if c in self.sim.containers[c.worker].tomb}
 
     def _maybe_crash(self) -> bool:
         """Crash a worker now? A fault, drawn apart from the enabled steps (so an idle system
         does not make it certain): rare, but certain for a worker that another worker's running
         graph task still owes a gradient request (a recv function from it not yet fired): the
         request then meets a dead worker (Discard, ProcessBackwardAutogradResp: the failure
-        path of a pass; requests already in flight are lost with the crash)."""
+        path of a pass; requests already in flight are answered with errors)."""
         if not self.config.crash or self.crashed or self.draining:
             return False
         crashable = set(self.config.crash_workers)
         owed = {
             r.src
             for ctn in self.sim.containers.values()
-            for c, state in ctn.bstate
+            for c, _, state in ctn.bstate
             if state == "run"
             for r in ctn.recvs_of(c)
-            if r.mid not in ctn.execd_of(c)
+            if r.mid not in ctn.fired_of(c)
         }
         targets = sorted(owed & crashable)
         if targets:
@@ -189,8 +220,7 @@ class Simulator:
         if m.type == "CLEANUP":
             return not ctn.handlers_of(m.ctx)  # the Reference's "defer"
         if m.type in ("FWD_RESP", "RESP"):
-            app = (m.ctx, m.req) in ctn.pending
-            return app or any(h.wait == m.req for h in ctn.handlers)
+            return ctn.someone_waits(m.ctx, m.req)
         return True
 
     # ------------------------------------------------------------------ steps
@@ -205,13 +235,19 @@ class Simulator:
         self.opened[w] += 1
         self._step(w, fw.new_context(self._c(w)))
 
+    def _refused(self, w: int) -> None:
+        self._step(w, fw.new_context_refused(self._c(w)))
+
+    def _retrieve(self, w: int, c: AutogradId) -> None:
+        self._step(w, fw.retrieve_context(self._c(w), c))
+
     def _send(self, w: int, dst: int, grad: bool) -> None:
         c = self._c(w).cur
         self.calls[c] = self.calls.get(c, 0) + 1
         self._step(w, fw.send_message_with_autograd(self._c(w), dst, grad))
 
-    def _nested(self, w: int, h: Handler, dst: int, grad: bool) -> None:
-        self._step(w, fw.nested_send_message_with_autograd(self._c(w), h, dst, grad))
+    def _nested(self, w: int, h: Handler, dst: int, grad: bool, await_: bool) -> None:
+        self._step(w, fw.nested_send_message_with_autograd(self._c(w), h, dst, grad, await_))
 
     def _finish(self, w: int, h: Handler, grad: bool) -> None:
         self._step(w, fw.finish_forward_autograd_req(self._c(w), h, grad))
@@ -220,13 +256,22 @@ class Simulator:
         self._step(w, bw.recv_rpc_backward_apply(self._c(w), c, r))
 
     def _backward(self, w: int, c: AutogradId) -> None:
-        self._step(w, bw.dist_engine_execute(self._c(w), c))
+        ctn = self._c(w)
+        last = ctn.finished(c) + 1 >= self.config.passes
+        retain = not last and self.rng.random() < 0.7
+        self._step(w, bw.dist_engine_execute(ctn, c, 0, retain))
+
+    def _backward_error(self, w: int, c: AutogradId) -> None:
+        self._step(w, bw.backward_error(self._c(w), c))
+
+    def _timeout(self, w: int, m: AutogradId) -> None:
+        self._step(w, fw.poll_timeout_rpcs(self._c(w), m))
 
     def _release(self, w: int) -> None:
         self._step(w, fw.release_context(self._c(w)))
 
     def _cleanup_pass(self, w: int, c: AutogradId) -> None:
-        self._step(w, bw.cleanup_backward_pass(self._c(w), c))
+        self._step(w, bw.cleanup_backward_pass(self._c(w), c, self._dead()))
 
     def _orphan(self, w: int, c: AutogradId) -> None:
         self._step(w, fw.release_orphaned_context(self._c(w), c, creator_dead=True))
@@ -258,12 +303,17 @@ class Simulator:
         self.sim.apply_network(m.src, a.RetryCleanupArgs.of(m=m), m, nw.retry_cleanup(m))
 
     def _discard(self, m: Msg) -> None:
-        self.sim.apply_network(m.src, a.DiscardArgs.of(msg=m), m, nw.discard(m, dst_alive=False))
+        """A message to a dead worker (logged by its sender's agent), or an answer nobody waits
+        for any more (logged by its receiver's agent, which drops it)."""
+        dst_alive = self.sim.containers[m.dst].alive
+        node = m.dst if dst_alive else m.src
+        made = nw.discard(m, dst_alive=dst_alive)
+        self.sim.apply_network(node, a.DiscardArgs.of(msg=m), m, made)
 
     def _crash(self, w: int) -> None:
         self.crashed = True
         self.crashed_in_pass = any(
-            state == "run" for ctn in self.sim.containers.values() for _, state in ctn.bstate
+            state == "run" for ctn in self.sim.containers.values() for _, _, state in ctn.bstate
         )
         self._step(w, fw.crash(self._c(w)))
         stamp = self.sim.clocks[w].lamport

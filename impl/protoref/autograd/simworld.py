@@ -46,8 +46,12 @@ class SimConfig:
     #: Contexts each creator's thread opens, and wrapped calls per context.
     contexts: int = 2
     calls: int = 2
-    #: A request's UDF may call on (at most once: the spec's bound).
+    #: A request's UDF may call on (at most ``max_nested`` times, awaited or fired and
+    #: forgotten).
     nested: bool = True
+    max_nested: int = 2
+    #: Backward passes a context may run (``retain_graph`` keeps the graph for the next).
+    passes: int = 2
     #: The creator may run backward in its context (Echo).
     backward: bool = True
     #: RetryCleanup: a retried cleanup's two copies both arrive (spec ``DupCleanup``).
@@ -74,16 +78,23 @@ def settings_of(config: SimConfig) -> dict[str, Any]:
         "Workers": tla_set(workers),
         "Calls": tla_set(pairs),
         "NestCalls": tla_set(pairs),
+        "FireAndForget": True,
         "Variant": "Reference",
         "RefAblations": tla_set([]),
+        "Watermark": False,
         "LateForward": True,
         "DupCleanup": config.dup_cleanup,
         "LoseCleanup": False,
         "CrashWorkers": tla_set([w for w in workers if w in config.crash_workers]),
+        "Detect": True,
+        "RpcTimeout": True,
         "Cascade": True,
         "KnownOnlyOnGrad": False,
+        "NestingUnchecked": False,
         "BackwardMode": "Echo",
         "UnusedSends": True,
+        "ErrorWorkers": tla_set(workers),
+        "LateCalls": True,
         "UncheckedIds": tla_set([]),
     }
 

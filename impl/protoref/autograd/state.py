@@ -6,9 +6,14 @@ spec has it. Every per-worker spec variable is a field under its snake-case name
 partitioned by the worker a handler runs on (``h.w``), exactly, since a handler is one worker's;
 ``net`` belongs to the driver and the history variable ``released`` to the invariant checker.
 
-``cur[w]``, the application thread's ``current_context_id_``, is :attr:`Container.threads`: the
-current context of each application thread of the worker (torch's thread-local), thread 0 being
-the spec's one application thread; the spec has one, torch and this container any number.
+``cur[w]``, each application thread's ``current_context_id_``, is :attr:`Container.threads`:
+the current context of each application thread of the worker that has one (torch's
+thread-local; the spec's ``Threads`` are naturals, and so are these keys).
+
+The spec's global ``results`` (what the creator's backward calls returned), ``freed`` (contexts
+whose graph a pass without ``retain_graph`` freed) and ``late`` (calls made with an id after its
+block) only ever concern contexts their worker created (the root is the creator): each
+container holds its own part of them; they are history, not logged.
 
 Records are the spec's: :class:`SendFn` (``SendRec``: a ``SendRpcBackward`` and its next edges
 ``in``, the recv functions its inputs came from), :class:`RecvFn` (``RecvRec``: a
@@ -40,8 +45,11 @@ __all__ = [
 ]
 
 Id: TypeAlias = AutogradId
-#: Graph task state of a context on a worker (spec ``bstate``): running, complete, failed.
-BState: TypeAlias = Literal["run", "done", "fail"]
+#: Graph task state of a context on a worker (spec ``TaskStates``): running, running after an
+#: error (Echo lets a failed task drain), complete, failed.
+BState: TypeAlias = Literal["run", "err", "done", "fail"]
+#: What the creator's backward call returned for a pass (spec ``results``).
+Outcome: TypeAlias = Literal["done", "fail"]
 
 
 class SendFn(FrozenModel):
@@ -93,8 +101,9 @@ class Handler(FrozenModel):
     caller: int
     grad: bool
     wait: MaybeId = None
-    called: bool = False
+    called: int = Field(default=0, ge=0)
     nr: TlaSet[Id] = frozenset()
+    forgot: TlaSet[Id] = frozenset()
     err: bool = False
 
     @classmethod
@@ -107,8 +116,9 @@ class Handler(FrozenModel):
             "caller": caller,
             "grad": grad,
             "wait": None,
-            "called": False,
+            "called": 0,
             "nr": frozenset(),
+            "forgot": frozenset(),
             "err": False,
         }
         return trusted(cls, values)
@@ -136,15 +146,23 @@ class Container:
     recvs: frozenset[RecvFn] = frozenset()
     handlers: frozenset[Handler] = frozenset()
     pending: frozenset[tuple[Id, Id]] = frozenset()
+    detached: frozenset[tuple[Id, Id]] = frozenset()
     tomb: frozenset[Id] = frozenset()
     alive: bool = True
     execd: frozenset[tuple[Id, Id]] = frozenset()
-    grads: frozenset[tuple[Id, Id]] = frozenset()
-    bstate: frozenset[tuple[Id, BState]] = frozenset()
+    fired: frozenset[tuple[Id, Id]] = frozenset()
+    #: ``<<c, pass, fn>>``: gradient contributions accumulated into the worker's leaves.
+    grads: frozenset[tuple[Id, int, Id]] = frozenset()
+    #: ``<<c, pass, state>>``: the latest graph task of each context.
+    bstate: frozenset[tuple[Id, int, BState]] = frozenset()
     outst: frozenset[tuple[Id, Id]] = frozenset()
     awaiting: frozenset[tuple[Id, int, Id]] = frozenset()
     parent: frozenset[tuple[Id, int]] = frozenset()
     echo_wait: frozenset[tuple[Id, int]] = frozenset()
+    #: This worker's part of the spec's histories ``results``, ``freed`` and ``late``.
+    results: frozenset[tuple[Id, int, Outcome]] = frozenset()
+    freed: frozenset[Id] = frozenset()
+    late: frozenset[Id] = frozenset()
 
     def evolve(self, **changes: object) -> Container:
         """A copy with ``changes`` applied, without re-running ``__init__`` (the hot path).
@@ -160,8 +178,12 @@ class Container:
 
     @property
     def cur(self) -> Id | None:
-        """``cur[w]``: the spec's one application thread (thread 0)."""
+        """``cur[w][0]``: thread 0's current context."""
         return self.threads.get(0)
+
+    def cur_pairs(self) -> frozenset[tuple[int, Id]]:
+        """``cur[w]`` as the set of ``<<t, c>>`` of its threads that have a context."""
+        return frozenset(self.threads.items())
 
     def known_of(self, c: Id) -> frozenset[int]:
         """``KnownOf(w, c)``: the workers this worker sent a wrapped message of ``c`` to."""
@@ -180,12 +202,43 @@ class Container:
         """``HandlersOf(w, c)``."""
         return [h for h in self.handlers if h.ctx == c]
 
+    def fired_of(self, c: Id) -> frozenset[Id]:
+        return frozenset(f for k, f in self.fired if k == c)
+
+    def task(self, c: Id) -> tuple[Id, int, BState] | None:
+        """``Task(w, c)``: the latest graph task of ``c`` here (at most one)."""
+        return next((e for e in self.bstate if e[0] == c), None)
+
     def started(self, c: Id) -> bool:
-        """``Started(w, c)``: a graph task of ``c`` exists here (running, done or failed)."""
-        return any(k == c for k, _ in self.bstate)
+        """``Started(w, c)``: a graph task of ``c`` exists here (in any state)."""
+        return self.task(c) is not None
 
     def running(self, c: Id) -> bool:
-        return (c, "run") in self.bstate
+        """``Running(w, c)``: the task runs (``run``, or ``err``: failed, draining)."""
+        e = self.task(c)
+        return e is not None and e[2] in ("run", "err")
+
+    def task_in(self, c: Id, state: BState) -> bool:
+        """``TaskIn(w, c, s)``."""
+        e = self.task(c)
+        return e is not None and e[2] == state
+
+    def pass_of(self, c: Id) -> int:
+        """``PassOf(w, c)``: the pass of the latest task (0: none)."""
+        e = self.task(c)
+        return 0 if e is None else e[1]
+
+    def stale_pass(self, c: Id, p: int) -> bool:
+        """``StalePass(w, c, p)`` ("passTag"): this worker has finished pass ``p`` of ``c``, or
+        is on a later one."""
+        e = self.task(c)
+        if e is None:
+            return False
+        return p < e[1] or (p == e[1] and e[2] not in ("run", "err"))
+
+    def finished(self, c: Id) -> int:
+        """``Cardinality(Finished(c))``: the passes of ``c`` the root's backward returned from."""
+        return sum(1 for k, _, _ in self.results if k == c)
 
     def is_root(self, c: Id) -> bool:
         """``IsRoot(w, c)``: this worker ran the root of ``c``'s pass."""
@@ -197,6 +250,21 @@ class Container:
     def pending_of(self, c: Id) -> bool:
         """Some application future of ``c`` is still pending."""
         return any(k == c for k, _ in self.pending)
+
+    def handlers_waiting(self, req: Id | None) -> list[Handler]:
+        """``HandlersWaiting(w, rq)``."""
+        return [h for h in self.handlers if h.wait is not None and h.wait == req]
+
+    def someone_waits(self, c: Id, req: Id | None) -> bool:
+        """``SomeoneWaits(w, c, rq)``: an application future, a forgotten nested call's future
+        or a handler waits for the answer to ``req``."""
+        if req is None:
+            return False
+        return (
+            (c, req) in self.pending
+            or (c, req) in self.detached
+            or bool(self.handlers_waiting(req))
+        )
 
     def consumers(self, c: Id, r: RecvFn) -> frozenset[Id]:
         """``Consumers(w, c, r)``: the send functions fed by ``r``, and the root if the loss

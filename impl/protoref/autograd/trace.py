@@ -5,16 +5,18 @@ Each event is ``{"kind": "event", "event": <action>, "node", "seq", "lamport", "
 workers are naturals, a trace's nodes are strings). ``args`` holds the action's parameters under
 their TLA+ names (:mod:`protoref.autograd.args`). ``post`` holds the acting worker's post-state
 of every spec variable the action may touch, under the spec's names: the counters ``nextCtx``
-and ``nextMsg``, ``cur`` (thread 0's current context, ``[]`` for none) and ``alive`` whole;
-every per-worker set (``ctxs``, ``known``, ``sends``, ``recvs``, ``handlers`` (those on the
-worker), ``pending``, ``tomb``, ``execd``, ``grads``, ``bstate``, ``outst``, ``awaiting``,
-``parent``, ``echoWait``) as a delta, ``{"#add": [...], "#del": [...]}``: what the worker's
+and ``nextMsg`` and ``alive`` whole; ``cur`` (the worker's function from threads to their
+current context) as the set of ``<<t, c>>`` of the threads that have one; every per-worker set
+(``ctxs``, ``known``, ``sends``, ``recvs``, ``handlers`` (those on the worker), ``pending``,
+``detached``, ``tomb``, ``execd``, ``fired``, ``grads``, ``bstate``, ``outst``, ``awaiting``,
+``parent``, ``echoWait``) and ``cur`` as a delta, ``{"#add": [...], "#del": [...]}``: what the worker's
 slice gained and lost since it last logged that variable (trace schema 3, as the RRef traces
 do), except ``sends`` and ``handlers``, whose records hold sets, logged whole
-(:data:`WHOLE_FIELDS`). ``net`` and the history ``released`` are not logged: the parameters
-pin every step down, so the checker computes them. Steps that change only ``net``
-(``RetryCleanup``, ``Discard``) log nothing in ``post`` and are logged by the message's
-sender.
+(:data:`WHOLE_FIELDS`). ``net`` and the histories ``released``, ``late``, ``results`` and ``freed`` are not logged:
+the parameters pin every step down, so the checker computes them. Steps that change only those
+(``RetryCleanup``, ``Discard``, ``RetrieveContext``, ``NewContextRefused``) log nothing in
+``post``; ``RetryCleanup`` is logged by the message's sender, ``Discard`` by the agent that
+disposes of it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, WrapSerial
 from pydantic.alias_generators import to_camel
 
 from protoref.autograd import args as a
-from protoref.autograd.events import MaybeId
 from protoref.autograd.ids import AutogradId
 from protoref.autograd.state import Container, Handler, RecvFn, SendFn
 from protoref.tracing import (
@@ -75,9 +76,17 @@ IdIdDelta: TypeAlias = Annotated[
     Annotated[SetDelta[tuple[Id, Id]], DELTA] | Annotated[Whole[tuple[Id, Id]], WHOLE],
     DELTA_OR_WHOLE,
 ]
+TaskRec: TypeAlias = tuple[Id, int, Literal["run", "err", "done", "fail"]]
 StateDelta: TypeAlias = Annotated[
-    Annotated[SetDelta[tuple[Id, Literal["run", "done", "fail"]]], DELTA]
-    | Annotated[Whole[tuple[Id, Literal["run", "done", "fail"]]], WHOLE],
+    Annotated[SetDelta[TaskRec], DELTA] | Annotated[Whole[TaskRec], WHOLE],
+    DELTA_OR_WHOLE,
+]
+GradDelta: TypeAlias = Annotated[
+    Annotated[SetDelta[tuple[Id, int, Id]], DELTA] | Annotated[Whole[tuple[Id, int, Id]], WHOLE],
+    DELTA_OR_WHOLE,
+]
+ThreadDelta: TypeAlias = Annotated[
+    Annotated[SetDelta[tuple[int, Id]], DELTA] | Annotated[Whole[tuple[int, Id]], WHOLE],
     DELTA_OR_WHOLE,
 ]
 AwaitDelta: TypeAlias = Annotated[
@@ -107,13 +116,13 @@ class _Post(FrozenModel):
 
 
 class NoPost(_Post):
-    """A step that changes only ``net``."""
+    """A step that changes no per-worker variable (``net`` or a history only)."""
 
 
 class NewContextPost(_Post):
     next_ctx: int
     ctxs: IdDelta
-    cur: MaybeId
+    cur: ThreadDelta
 
 
 class SendMessageWithAutogradPost(_Post):
@@ -128,27 +137,34 @@ class NestedSendMessageWithAutogradPost(_Post):
     sends: SendDelta
     known: IdWorkerDelta
     handlers: HandlerDelta
+    detached: IdIdDelta
 
 
-class _Erase(_Post):
+class _Task(_Post):
+    """What a graph task's start or end may change (besides ``bstate``)."""
+
+    execd: IdIdDelta
+    fired: IdIdDelta
+    bstate: StateDelta
+    outst: IdIdDelta
+    awaiting: AwaitDelta
+    parent: IdWorkerDelta
+    echo_wait: IdWorkerDelta
+
+
+class _Erase(_Task):
     """What ``EraseCtx(w, c)`` may change."""
 
     ctxs: IdDelta
     known: IdWorkerDelta
     sends: SendDelta
     recvs: RecvDelta
-    execd: IdIdDelta
-    grads: IdIdDelta
-    bstate: StateDelta
-    outst: IdIdDelta
-    awaiting: AwaitDelta
-    parent: IdWorkerDelta
-    echo_wait: IdWorkerDelta
+    grads: GradDelta
     tomb: IdDelta
 
 
 class ReleaseContextPost(_Erase):
-    cur: MaybeId
+    cur: ThreadDelta
 
 
 class ProcessCleanupAutogradContextReqPost(_Erase): ...
@@ -157,29 +173,25 @@ class ProcessCleanupAutogradContextReqPost(_Erase): ...
 class ReleaseOrphanedContextPost(_Erase): ...
 
 
-class DistEngineExecutePost(_Post):
-    bstate: StateDelta
-    execd: IdIdDelta
-    grads: IdIdDelta
-    echo_wait: IdWorkerDelta
+class DistEngineExecutePost(_Task):
+    grads: GradDelta
 
 
-class CrashPost(_Post):
+class ProcessBackwardAutogradReqPost(_Task):
+    grads: GradDelta
+
+
+class CrashPost(_Task):
     alive: bool
     ctxs: IdDelta
-    cur: MaybeId
+    cur: ThreadDelta
     known: IdWorkerDelta
     sends: SendDelta
     recvs: RecvDelta
     pending: IdIdDelta
+    detached: IdIdDelta
     handlers: HandlerDelta
-    execd: IdIdDelta
-    grads: IdIdDelta
-    bstate: StateDelta
-    outst: IdIdDelta
-    awaiting: AwaitDelta
-    parent: IdWorkerDelta
-    echo_wait: IdWorkerDelta
+    grads: GradDelta
 
 
 class ProcessForwardAutogradReqPost(_Post):
@@ -199,30 +211,37 @@ class DeserializeForwardAutogradRespPost(_Post):
     ctxs: IdDelta
     recvs: RecvDelta
     pending: IdIdDelta
+    detached: IdIdDelta
     handlers: HandlerDelta
 
 
-class DeserializeResponsePost(_Post):
+class _Futures(_Post):
     pending: IdIdDelta
+    detached: IdIdDelta
     handlers: HandlerDelta
+
+
+class DeserializeResponsePost(_Futures): ...
+
+
+class PollTimeoutRpcsPost(_Futures): ...
 
 
 class RecvRpcBackwardApplyPost(_Post):
-    execd: IdIdDelta
+    fired: IdIdDelta
     outst: IdIdDelta
 
 
-class ProcessBackwardAutogradReqPost(_Post):
-    execd: IdIdDelta
-    grads: IdIdDelta
-    bstate: StateDelta
-    awaiting: AwaitDelta
-
-
-class ProcessBackwardAutogradRespPost(_Post):
+class _Fail(_Post):
     outst: IdIdDelta
     bstate: StateDelta
     awaiting: AwaitDelta
+
+
+class ProcessBackwardAutogradRespPost(_Fail): ...
+
+
+class BackwardErrorPost(_Fail): ...
 
 
 class CleanupBackwardPassPost(_Post):
@@ -231,12 +250,15 @@ class CleanupBackwardPassPost(_Post):
 
 
 class ProcessBackwardStartPost(_Post):
+    execd: IdIdDelta
+    fired: IdIdDelta
+    bstate: StateDelta
     parent: IdWorkerDelta
     echo_wait: IdWorkerDelta
-    bstate: StateDelta
 
 
 class ProcessBackwardAckPost(_Post):
+    bstate: StateDelta
     echo_wait: IdWorkerDelta
 
 
@@ -246,13 +268,16 @@ _POSTS: Final[dict[str, type[_Post]]] = {
     "NestedSendMessageWithAutograd": NestedSendMessageWithAutogradPost,
     "ReleaseContext": ReleaseContextPost,
     "DistEngineExecute": DistEngineExecutePost,
+    "RetrieveContext": NoPost,
     "RetryCleanup": NoPost,
     "LoseCleanupMsg": NoPost,
     "Crash": CrashPost,
+    "BackwardError": BackwardErrorPost,
     "ProcessForwardAutogradReq": ProcessForwardAutogradReqPost,
     "FinishForwardAutogradReq": FinishForwardAutogradReqPost,
     "DeserializeForwardAutogradResp": DeserializeForwardAutogradRespPost,
     "DeserializeResponse": DeserializeResponsePost,
+    "PollTimeoutRpcs": PollTimeoutRpcsPost,
     "ProcessCleanupAutogradContextReq": ProcessCleanupAutogradContextReqPost,
     "ReleaseOrphanedContext": ReleaseOrphanedContextPost,
     "Discard": NoPost,
@@ -262,6 +287,7 @@ _POSTS: Final[dict[str, type[_Post]]] = {
     "CleanupBackwardPass": CleanupBackwardPassPost,
     "ProcessBackwardStart": ProcessBackwardStartPost,
     "ProcessBackwardAck": ProcessBackwardAckPost,
+    "NewContextRefused": NoPost,
 }
 
 
@@ -308,7 +334,7 @@ _DELTAS: Final[dict[str, type[SetDelta[Any]]]] = {
 
 def _value(ctn: Container, name: str) -> Any:
     if name == "cur":
-        return ctn.cur
+        return ctn.cur_pairs()
     return getattr(ctn, name)
 
 

@@ -56,20 +56,24 @@ def addressed(ctn: Container, action: str, msg: Msg, *types: str) -> None:
 
 def erase(ctn: Container, c: AutogradId) -> Container:
     """DistAutograd.tla ``EraseCtx(w, c)`` (torch ``eraseContextIdAndReset``): the context and
-    everything it held go; the Reference remembers the id (``tomb``: "tombstone"). The thread
-    that had it current is reset by ReleaseContext itself."""
+    everything it held go, its graph task too (the Reference's; PyTorch's DistEngine keeps a
+    running one); on the creator the graph is no longer ``freed``; the Reference remembers the
+    id (``tomb``: "tombstone"). The thread that had it current is reset by ReleaseContext
+    itself."""
     return ctn.evolve(
         ctxs=ctn.ctxs - {c},
         known=frozenset(e for e in ctn.known if e[0] != c),
         sends=frozenset(s for s in ctn.sends if s.ctx != c),
         recvs=frozenset(r for r in ctn.recvs if r.ctx != c),
         execd=frozenset(e for e in ctn.execd if e[0] != c),
+        fired=frozenset(e for e in ctn.fired if e[0] != c),
         grads=frozenset(e for e in ctn.grads if e[0] != c),
         bstate=frozenset(e for e in ctn.bstate if e[0] != c),
         outst=frozenset(e for e in ctn.outst if e[0] != c),
         awaiting=frozenset(e for e in ctn.awaiting if e[0] != c),
         parent=frozenset(e for e in ctn.parent if e[0] != c),
         echo_wait=frozenset(e for e in ctn.echo_wait if e[0] != c),
+        freed=ctn.freed - {c} if c.worker == ctn.me else ctn.freed,
         tomb=ctn.tomb | {c},
     )
 
