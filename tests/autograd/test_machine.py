@@ -164,20 +164,20 @@ def test_echo_backward_on_two_workers() -> None:
     (start,) = s.sent
     root = s.state
     assert root.is_root(C)
-    assert (C, ROOT_FN) in root.grads
+    assert (C, 1, ROOT_FN) in root.grads
     s = mc.recv_rpc_backward_apply(root, C, r0)
     (req,) = s.sent
     root = s.state
-    assert req == Msg.make("BWD_REQ", C, M1, M1, 0, 1, True)
+    assert req == Msg.bwd("BWD_REQ", C, M1, 1, 0, 1, True)
     callee = mc.process_backward_start(callee, start).state
     callee = mc.process_backward_autograd_req(callee, req).state
-    assert (C, M1) in callee.grads
+    assert (C, 1, M1) in callee.grads
     (zero_recv,) = mc.ready_recvs(callee, C)
     s = mc.recv_rpc_backward_apply(callee, C, zero_recv)
     callee = s.state
     assert s.sent[0].flag is False  # a recv function nothing consumes: a zero gradient
     root = mc.process_backward_autograd_req(root, s.sent[0]).state
-    assert (C, M0) not in root.grads
+    assert (C, 1, M0) not in root.grads
     assert (C, M0) in root.execd
     s = mc.cleanup_backward_pass(callee, C)
     (ack,) = s.sent
@@ -186,13 +186,63 @@ def test_echo_backward_on_two_workers() -> None:
         mc.cleanup_backward_pass(root, C)  # the flood child has not acknowledged yet
     root = mc.process_backward_ack(root, ack).state
     root = mc.cleanup_backward_pass(root, C).state
-    assert (C, "done") in root.bstate
+    assert (C, 1, "done") in root.bstate
+    assert (C, 1, "done") in root.results
+
+
+def test_a_second_pass_over_a_freed_graph_fails_and_adds_nothing() -> None:
+    """retain_graph=True keeps the graph for pass 2; pass 2 frees it; pass 3 fails at once."""
+    root = ctn(0, ctxs=frozenset({C}), threads={0: C})
+    for p, retain in ((1, True), (2, False)):
+        root = mc.dist_engine_execute(root, C, 0, retain).state
+        assert (C, p, ROOT_FN) in root.grads
+        root = mc.cleanup_backward_pass(root, C).state
+    s = mc.dist_engine_execute(root, C, 0, False)
+    assert s.sent == ()
+    assert (C, 3, "fail") in s.state.results
+    assert s.state.grads == root.grads
+
+
+def test_a_backward_error_drains_and_fails_the_root() -> None:
+    """A failed task still fires its recv functions (zeros) and acknowledges with the error;
+    the root's pass then fails."""
+    root = ctn(0, ctxs=frozenset({C}), threads={0: C}, known=frozenset({(C, 1)}))
+    callee = ctn(
+        1, ctxs=frozenset({C}), known=frozenset({(C, 0)}), recvs=frozenset({RecvFn.of(C, M0, 0, False)})
+    )
+    s = mc.dist_engine_execute(root, C, 0, False)
+    (start,) = s.sent
+    root = s.state
+    callee = mc.process_backward_start(callee, start).state
+    callee = mc.backward_error(callee, C).state
+    (recv,) = mc.ready_recvs(callee, C)
+    s = mc.recv_rpc_backward_apply(callee, C, recv)
+    assert s.sent[0].flag is False
+    s = mc.cleanup_backward_pass(s.state, C)
+    (ack,) = s.sent
+    assert ack.flag is False
+    root = mc.process_backward_ack(root, ack).state
+    root = mc.cleanup_backward_pass(root, C).state
+    assert (C, 1, "fail") in root.results
+
+
+def test_a_stale_gradient_request_is_dropped() -> None:
+    """passTag: a request of a pass this worker has finished starts nothing."""
+    done = ctn(
+        1,
+        ctxs=frozenset({C}),
+        sends=frozenset({SendFn.of(C, M1, 0, frozenset())}),
+        bstate=frozenset({(C, 1, "done")}),
+    )
+    s = mc.process_backward_autograd_req(done, Msg.bwd("BWD_REQ", C, M1, 1, 0, 1, True))
+    assert s.state is done
+    assert s.sent == ()
 
 
 # (case, function, state, arguments): each must raise and leave the state unchanged
 Case = tuple[str, Callable[..., mc.Step], Container, tuple[Any, ...]]
 HELD = ctn(1, ctxs=frozenset({C}))
-DONE = ctn(0, ctxs=frozenset({C}), bstate=frozenset({(C, "done")}))
+RUNNING = ctn(0, ctxs=frozenset({C}), bstate=frozenset({(C, 1, "run")}))
 WAITING = ctn(0, ctxs=frozenset({C}), pending=frozenset({(C, M0)}))
 ANSWER = Msg.make("RESP", C, None, M0, 1, 0, True)
 STRANGER = Handler.start(1, C, M0, 0, True)
@@ -208,7 +258,11 @@ ILLEGAL: list[Case] = [
     ("recv apply, no task", mc.recv_rpc_backward_apply, ctn(0), (C, RecvFn.of(C, M1, 1, True))),
     ("pass cleanup without a graph task", mc.cleanup_backward_pass, ctn(0), (C,)),
     ("orphan release of a live creator", mc.release_orphaned_context, HELD, (C, False)),
-    ("second backward pass", mc.dist_engine_execute, DONE, (C,)),
+    ("backward while a pass runs", mc.dist_engine_execute, RUNNING, (C,)),
+    ("refusal of a thread without a context", mc.new_context_refused, ctn(0), ()),
+    ("timeout of no future", mc.poll_timeout_rpcs, ctn(0), (M0,)),
+    ("late call with a held id", mc.retrieve_context, HELD, (C,)),
+    ("backward error without a task", mc.backward_error, HELD, (C,)),
     ("backward with calls pending", mc.dist_engine_execute, WAITING, (C,)),
 ]
 

@@ -110,7 +110,8 @@ def test_invariant_checks_have_teeth() -> None:
         me=0,
         next_ctx=1,
         ctxs=frozenset({C}),
-        bstate=frozenset({(C, "done")}),
+        bstate=frozenset({(C, 1, "done")}),
+        results=frozenset({(C, 1, "done")}),
         execd=frozenset({(C, ROOT_FN)}),
     )
     missing = invariants.World({0: done}, [])
@@ -123,7 +124,7 @@ def base_containers() -> dict[int, Container]:
 
 
 def test_quiescence_checks_have_teeth() -> None:
-    stuck = invariants.World({0: Container(me=0, bstate=frozenset({(C, "run")}))}, [])
+    stuck = invariants.World({0: Container(me=0, bstate=frozenset({(C, 1, "run")}))}, [])
     with pytest.raises(InvariantViolationError, match="BackwardTerminatesProp"):
         invariants.check_quiescent(stuck)
     invariants.check_quiescent(stuck, skip={"BackwardTerminatesProp"})

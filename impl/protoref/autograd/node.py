@@ -137,6 +137,7 @@ class AutogradNode:
 
     def gradients(self, c: AutogradId) -> dict[Tensor, Tensor]:
         with self._lock:
+            self.late_call(c)
             data = self._data.get(c)
             if data is None or c not in self._ctn.ctxs:
                 raise RuntimeError(NOT_FOUND.format(c.to_int()))
@@ -223,8 +224,8 @@ class AutogradNode:
         moved = True
         while moved:
             moved = False
-            for c, state in sorted(self._ctn.bstate):
-                if state != "run":
+            for c, _, state in sorted(self._ctn.bstate):
+                if state not in ("run", "err") or c not in self._ctn.ctxs:
                     continue
                 for r in bw.ready_recvs(self._ctn, c):
                     recv = self._data_of(c).recvs.get(r.mid)
@@ -265,7 +266,11 @@ class AutogradNode:
         if self._guard() is not None:
             raise RuntimeError(fw.ALREADY_HAVE)
         with self._lock:
-            step = self._step(fw.new_context, self._ctn, self._thread())
+            t = self._thread()
+            if t in self._ctn.threads:  # NewContextRefused: traced, then torch's error
+                self._commit(self._step(fw.new_context_refused, self._ctn, t))
+                raise RuntimeError(fw.ALREADY_HAVE)
+            step = self._step(fw.new_context, self._ctn, t)
             self._commit(step)
             c = step.state.threads[self._thread()]
             self._data[c] = ContextData(c)
@@ -306,38 +311,66 @@ class AutogradNode:
             raise RuntimeError(exc.reason) from None
 
     def backward(self, c: AutogradId, roots: Sequence[Tensor], retain_graph: bool) -> None:
-        """``dist_autograd.backward``: this worker's root runs, the flood starts, and the call
-        returns when every worker's part of the pass is over (Echo)."""
+        """``dist_autograd.backward``: pass ``p`` of ``c`` starts here (``DistEngineExecute``),
+        this worker's root runs, the flood starts, and the call returns when every worker's
+        part of the pass is over (Echo); it raises if a part failed. A pass over a graph an
+        earlier pass freed fails at once and adds nothing."""
         with self._lock:
-            self.check_held(c)
+            self.late_call(c)
             starts = [t.grad_fn for t in roots if t.grad_fn is not None]
             self._wait(lambda: not self._ctn.pending_of(c), "the context's calls")
             data = self._data_of(c)
-            if self._ctn.started(c):
-                if self._ctn.running(c):
-                    raise RuntimeError(f"a backward pass of context {c.to_int()} is running")
-                self._ctn = bw.reset_pass(self._ctn, c)  # another pass (beyond the spec)
+            if self._ctn.running(c):
+                raise RuntimeError(f"a backward pass of context {c.to_int()} is running")
+            t = self._thread()
+            step = self._step(bw.dist_engine_execute, self._ctn, c, t, retain_graph)
+            p = step.state.pass_of(c)
+            if step.state.task_in(c, "fail"):  # the graph was freed
+                self._commit(step)
+                raise RuntimeError(f"Error on Node {self.rank}: {FREED}")
             try:
                 check_not_freed(starts)
-            except RuntimeError:
+            except RuntimeError:  # an engine graph freed outside the spec's view (no event)
                 raise RuntimeError(f"Error on Node {self.rank}: {FREED}") from None
-            data.new_pass(data.pass_no + 1, retain_graph)
-            step = self._step(bw.dist_engine_execute, self._ctn, c)
-            run_local([(s, 1.0) for s in starts], data.accumulate, retain_graph=retain_graph)
+            data.new_pass(p, retain_graph)
             with self._batch():  # the flood and the first gradient requests in one write
-                self._send_control(step, self._commit(step))
+                lamport = self._commit(step)
+                self._run_local(c, [(s, 1.0) for s in starts])
+                self._send_control(step, lamport)
                 self._progress()
 
             def over() -> bool:
                 return c not in self._ctn.ctxs or not self._ctn.running(c)
 
             self._wait(over, f"the backward pass of context {c.to_int()}")
-            if (c, "fail") in self._ctn.bstate:
+            if (c, p, "fail") in self._ctn.results:
+                error = data.error or f"the backward pass of context {c.to_int()} failed"
                 raise RuntimeError(
-                    f"Error on Node {self.rank}: the backward pass of context {c.to_int()} failed"
+                    error if error.startswith("Error on Node") else f"Error on Node {self.rank}: {error}"
                 )
-            if data.error:
-                raise RuntimeError(data.error)
+
+    def _run_local(self, c: AutogradId, starts: list[tuple[object, float]]) -> None:
+        """The engine's part of a step: run the local graph from ``starts``; an error of a
+        backward function fails the graph task (``BackwardError``), remembered for the root."""
+        data = self._data_of(c)
+        try:
+            run_local(starts, data.accumulate, retain_graph=data.retain_graph)  # type: ignore[arg-type]
+        except (RuntimeError, ValueError) as exc:
+            if not data.error:
+                data.error = f"Error on Node {self.rank}: {exc}"
+            if self._ctn.task_in(c, "run"):
+                self._commit(bw.backward_error(self._ctn, c))
+
+    def late_call(self, c: AutogradId) -> None:
+        """``backward`` / ``get_gradients`` begin with ``retrieveContext``: for a context this
+        worker created and released, the first such call is the spec's ``RetrieveContext``
+        (#40880); it raises torch's error, as for any id not held here."""
+        with self._lock:
+            if c in self._ctn.ctxs:
+                return
+            if c.worker == self.rank and c in self._ctn.tomb and c not in self._ctn.late:
+                self._commit(fw.retrieve_context(self._ctn, c))
+            raise RuntimeError(NOT_FOUND.format(c.to_int()))
 
     # ------------------------------------------------------------------ RPC: the caller
 
@@ -356,7 +389,7 @@ class AutogradNode:
                 h = self._handler(guard)
                 extra = reachable_recvs(tensors, h.ctx)
                 step = self._step(
-                    fw.nested_send_message_with_autograd, self._ctn, h, dst, grad, extra
+                    fw.nested_send_message_with_autograd, self._ctn, h, dst, grad, True, extra
                 )
                 c = h.ctx
             else:
@@ -376,8 +409,18 @@ class AutogradNode:
         tombstone drops the autograd part); ``meta`` None is an answer made up by the RPC layer
         for a call that failed before the callee answered."""
         with self._lock:
-            msg = meta.msg if meta is not None else self._failed(request.meta.msg)
-            stamp = meta.stamp if meta is not None else None
+            if meta is None:  # the agent failed the future without an answer
+                req = request.meta.msg.req
+                if req is not None and self._ctn.someone_waits(request.meta.msg.ctx, req):
+                    self._commit(self._step(fw.poll_timeout_rpcs, self._ctn, req))
+                self._progress()
+                return
+            msg, stamp = meta.msg, meta.stamp
+            if not self._ctn.someone_waits(msg.ctx, msg.req):  # its future is gone: dropped
+                from protoref.autograd import args as a  # noqa: PLC0415 - only on this rare path
+
+                self._commit(Step(self._ctn, (), a.DiscardArgs.of(msg=msg)), stamp)
+                return
             if msg.type == "FWD_RESP":
                 step = self._step(fw.deserialize_forward_autograd_resp, self._ctn, msg, True)
                 if msg.mid is not None and any(
@@ -388,11 +431,6 @@ class AutogradNode:
                 step = self._step(fw.deserialize_response, self._ctn, msg)
             self._commit(step, stamp)
             self._progress()
-
-    def _failed(self, request: Msg) -> Msg:
-        """The error answer a caller's agent makes up for a request its callee never answers
-        (the callee died: ``Discard``, logged here)."""
-        return Msg.make("RESP", request.ctx, None, request.req, request.dst, request.src, False)
 
     def _attach(self, c: AutogradId, mid: AutogradId, src: int, value: object) -> None:
         tensors = grad_tensors(value)
@@ -474,26 +512,26 @@ class AutogradNode:
             self._progress()
 
     def _backward_message(self, frame: AutogradFrame) -> None:
+        """A ``BWD_START`` or ``BWD_REQ``: the core decides (a stale pass is dropped, a new
+        pass's task starts); the engine's values follow: a new task starts its recv functions
+        from zero, and a request that applies runs the send function's local graph."""
         msg, c = frame.msg, frame.msg.ctx
-        data = self._data.get(c)
-        if data is not None and c in self._ctn.ctxs and frame.pass_no != data.pass_no:
-            if frame.pass_no < data.pass_no:
-                return  # a message of an earlier pass (beyond the spec: passes are numbered)
-            self._ctn = bw.reset_pass(self._ctn, c)
-            data.new_pass(frame.pass_no, frame.retain_graph)
+        before = self._ctn
         if msg.type == "BWD_START":
             step = bw.process_backward_start(self._ctn, msg)
-            self._send_control(step, self._commit(step, frame.stamp))
-            return
-        step = bw.process_backward_autograd_req(self._ctn, msg)
-        send = data.sends.get(msg.mid) if (data is not None and msg.mid is not None) else None
-        if send is not None and step.state is not self._ctn:
-            try:
-                run_local(send.roots(frame.grads), data.accumulate, retain_graph=data.retain_graph)  # type: ignore[union-attr]
-            except (RuntimeError, ValueError) as exc:
-                if data is not None and not data.error:
-                    data.error = f"Error on Node {self.rank}: {exc}"
-        self._commit(step, frame.stamp)
+        else:
+            step = bw.process_backward_autograd_req(self._ctn, msg)
+        task = step.state.task(c)
+        data = self._data.get(c)
+        if data is not None and task is not None and task != before.task(c):
+            data.new_pass(task[1], frame.retain_graph)
+        lamport = self._commit(step, frame.stamp)
+        self._send_control(step, lamport)
+        mid = msg.mid
+        applied = mid is not None and (c, msg.pass_, mid) in step.state.grads - before.grads
+        send = data.sends.get(mid) if (data is not None and mid is not None) else None
+        if applied and send is not None:
+            self._run_local(c, send.roots(frame.grads))  # type: ignore[arg-type]
 
     def discard(self, frame: AutogradFrame) -> None:
         """``Discard``: a control message to a dead worker; a gradient request's sender then
@@ -509,6 +547,8 @@ class AutogradNode:
                 if m.type == "BWD_RESP":
                     answer = bw.process_backward_autograd_resp(self._ctn, m)
                     self._send_control(answer, self._commit(answer, lamport))
+                elif m.type == "BWD_ACK":
+                    self._commit(bw.process_backward_ack(self._ctn, m), lamport)
             self._progress()
 
 

@@ -54,24 +54,34 @@ ag_current.set_resolver(_resolve)
 
 def autograd_header(ranks: list[int]) -> TraceHeader:
     """The header of a runtime's autograd trace: its workers (nodes are their decimal ranks),
-    any worker may call any other, nesting, the Reference with the Echo backward; no crash (a
-    dead worker logs nothing, so a run with one is outside what its traces can show)."""
+    any worker may call any other (itself too: a self-RPC), nesting (every nested call awaited:
+    the runtime cannot tell a forgotten future), the Reference with the Echo backward, backward
+    functions that may raise, calls that fail without an answer (``PollTimeoutRpcs``), calls
+    after a block; no crash (a dead worker logs nothing, so a run with one is outside what its
+    traces can show)."""
     workers: list[JsonValue] = [*sorted(ranks)]
-    pairs: list[JsonValue] = [[a, b] for a in sorted(ranks) for b in sorted(ranks) if a != b]
+    pairs: list[JsonValue] = [[a, b] for a in sorted(ranks) for b in sorted(ranks)]
     settings: dict[str, JsonValue] = {
         "Workers": tla_set(workers),
         "Calls": tla_set(pairs),
         "NestCalls": tla_set(pairs),
+        "FireAndForget": False,
         "Variant": "Reference",
         "RefAblations": tla_set([]),
+        "Watermark": False,
         "LateForward": True,
         "DupCleanup": True,
         "LoseCleanup": False,
         "CrashWorkers": tla_set([]),
+        "Detect": True,
+        "RpcTimeout": True,
         "Cascade": True,
         "KnownOnlyOnGrad": False,
+        "NestingUnchecked": False,
         "BackwardMode": "Echo",
         "UnusedSends": True,
+        "ErrorWorkers": tla_set(workers),
+        "LateCalls": True,
         "UncheckedIds": tla_set([]),
         "driver": "runtime",
     }
