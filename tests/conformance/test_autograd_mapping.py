@@ -47,7 +47,7 @@ def test_each_logged_variable_is_one_the_action_may_write() -> None:
     # and every action that may write a per-worker variable logs it: post holds every
     # variable the action touches, so a delta is also the change from the step's pre-state
     variables = {v for a in AUTOGRAD.actions for v in a.post}
-    assert len(variables) == 18
+    assert len(variables) == 20
     for variable in sorted(variables):
         writers = spec_writers(SPEC, variable)
         logging = {a.event for a in AUTOGRAD.actions if variable in a.post}

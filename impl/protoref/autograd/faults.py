@@ -120,16 +120,20 @@ def _fires_early(_original: Callable[..., bool]) -> Callable[..., bool]:
     def ready(ctn: Container, c: AutogradId, r: RecvFn) -> bool:
         done = ctn.execd_of(c)
         consumers = ctn.consumers(c, r)
-        return r.mid not in done and (ROOT_FN not in consumers or ROOT_FN in done)
+        return r.mid not in ctn.fired_of(c) and (ROOT_FN not in consumers or ROOT_FN in done)
 
     return ready
 
 
 def _ends_early(_original: Callable[..., bool]) -> Callable[..., bool]:
-    def complete(ctn: Container, c: AutogradId) -> bool:
-        done = ctn.execd_of(c)
-        functions = {s.mid for s in ctn.sends_of(c)} | {r.mid for r in ctn.recvs_of(c)}
-        return functions <= done and (ctn.is_root(c) or ctn.has_parent(c))
+    def complete(ctn: Container, c: AutogradId, dead: frozenset[int] = frozenset()) -> bool:
+        sends = {s.mid for s in ctn.sends_of(c) if s.dst not in dead}
+        recvs = {r.mid for r in ctn.recvs_of(c)}
+        return (
+            sends <= ctn.execd_of(c)
+            and recvs <= ctn.fired_of(c)
+            and (ctn.is_root(c) or ctn.has_parent(c))
+        )
 
     return complete
 
@@ -160,7 +164,7 @@ def _flood_back(original: Callable[..., Step]) -> Callable[..., Step]:
     def start(ctn: Container, msg: Msg) -> Step:
         result = original(ctn, msg)
         if result.state.has_parent(msg.ctx) and not ctn.has_parent(msg.ctx):
-            back = Msg.make("BWD_START", msg.ctx, None, None, ctn.me, msg.src, True)
+            back = Msg.bwd("BWD_START", msg.ctx, None, msg.pass_, ctn.me, msg.src, True)
             wait = result.state.echo_wait | {(msg.ctx, msg.src)}
             return result._replace(
                 state=result.state.evolve(echo_wait=wait), sent=(*result.sent, back)
