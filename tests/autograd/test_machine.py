@@ -208,7 +208,10 @@ def test_a_backward_error_drains_and_fails_the_root() -> None:
     the root's pass then fails."""
     root = ctn(0, ctxs=frozenset({C}), threads={0: C}, known=frozenset({(C, 1)}))
     callee = ctn(
-        1, ctxs=frozenset({C}), known=frozenset({(C, 0)}), recvs=frozenset({RecvFn.of(C, M0, 0, False)})
+        1,
+        ctxs=frozenset({C}),
+        known=frozenset({(C, 0)}),
+        recvs=frozenset({RecvFn.of(C, M0, 0, False)}),
     )
     s = mc.dist_engine_execute(root, C, 0, False)
     (start,) = s.sent

@@ -223,7 +223,9 @@ def backward_error(ctn: Container, c: AutogradId) -> Step:
     return Step(new, (), a.BackwardErrorArgs.of(w=ctn.me, c=c))
 
 
-def cleanup_backward_pass(ctn: Container, c: AutogradId, dead: frozenset[int] = frozenset()) -> Step:
+def cleanup_backward_pass(
+    ctn: Container, c: AutogradId, dead: frozenset[int] = frozenset()
+) -> Step:
     """``CleanupBackwardPass(w, c)``: ``DistEngine::cleanupBackwardPass`` once the graph task
     is over (:func:`complete`; ``dead``: the workers the failure detector reports dead): its
     outcome is recorded (on the root ``dist_autograd.backward`` returns, or raises for a

@@ -19,9 +19,10 @@ What the fields mean per type (the spec's comment above ``Msg``):
   (``BWD_ACK``: ``flag`` = the subtree's part of the pass is ok).
 
 ``pass`` (``pass_`` in Python, a keyword) is the backward pass a ``BWD_*`` message belongs to
-(``BwdMsg``; the Reference's "passTag"), 0 otherwise. ``dup`` is 0 for a first attempt, 1 for an attempt that was retried and 2 for the retry's copy
-(``RetryCleanup``). A message holds no tensor: the gradient and the call's payload travel beside
-it in the driver's frame; the record is exactly the spec's, so the network is a set of them.
+(``BwdMsg``; the Reference's "passTag"), 0 otherwise. ``dup`` is 0 for a first attempt, 1 for
+an attempt that was retried and 2 for the retry's copy (``RetryCleanup``). A message holds no
+tensor: the gradient and the call's payload travel beside it in the driver's frame; the record
+is exactly the spec's, so the network is a set of them.
 
 Validated construction (``Msg(...)``, :data:`MESSAGE_ADAPTER`) is for values from outside (wire
 frames, trace lines); the core builds its messages with the unvalidated :meth:`Msg.make`.

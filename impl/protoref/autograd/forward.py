@@ -31,18 +31,18 @@ from protoref.autograd.transition import (
 
 __all__ = [
     "crash",
-    "new_context_refused",
-    "poll_timeout_rpcs",
-    "retrieve_context",
     "deserialize_forward_autograd_resp",
     "deserialize_response",
     "finish_forward_autograd_req",
     "nested_send_message_with_autograd",
     "new_context",
+    "new_context_refused",
+    "poll_timeout_rpcs",
     "process_cleanup_autograd_context_req",
     "process_forward_autograd_req",
     "release_context",
     "release_orphaned_context",
+    "retrieve_context",
     "send_message_with_autograd",
 ]
 
@@ -180,9 +180,7 @@ def nested_send_message_with_autograd(  # noqa: PLR0917 - the spec's parameters,
         detached=ctn.detached if await_ else ctn.detached | {(c, m)},
     )
     msg = Msg.make("FWD_REQ", c, m, m, ctn.me, dst, grad)
-    args = a.NestedSendMessageWithAutogradArgs.of(
-        w=ctn.me, h=h, dst=dst, grad=grad, await_=await_
-    )
+    args = a.NestedSendMessageWithAutogradArgs.of(w=ctn.me, h=h, dst=dst, grad=grad, await_=await_)
     return Step(new, (msg,), args)
 
 
@@ -340,8 +338,8 @@ def deserialize_response(ctn: Container, msg: Msg) -> Step:
     if not app and not det and not hs:
         raise fail(ctn, name, f"nobody waits for the answer to {msg.req}")
     changes: dict[str, object] = {
-        "pending": ctn.pending - {key},  # type: ignore[operator]
-        "detached": ctn.detached - {key},  # type: ignore[operator]
+        "pending": ctn.pending - {key},
+        "detached": ctn.detached - {key},
     }
     if not app and not det:
         woken = {h.evolve(wait=None, err=not msg.flag) for h in hs}

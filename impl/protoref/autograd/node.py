@@ -113,7 +113,7 @@ class AutogradNode:
     def debug_info(self) -> dict[str, int]:
         """``_get_debug_info()``: torch's two counters."""
         with self._lock:
-            running = sum(1 for _, s in self._ctn.bstate if s == "run")
+            running = sum(1 for _, _, s in self._ctn.bstate if s in ("run", "err"))
             return {
                 "num_autograd_contexts": len(self._ctn.ctxs),
                 "num_current_backward_passes": running,
@@ -346,7 +346,9 @@ class AutogradNode:
             if (c, p, "fail") in self._ctn.results:
                 error = data.error or f"the backward pass of context {c.to_int()} failed"
                 raise RuntimeError(
-                    error if error.startswith("Error on Node") else f"Error on Node {self.rank}: {error}"
+                    error
+                    if error.startswith("Error on Node")
+                    else f"Error on Node {self.rank}: {error}"
                 )
 
     def _run_local(self, c: AutogradId, starts: list[tuple[object, float]]) -> None:

@@ -175,8 +175,8 @@ class Simulator:
                 if c.worker in dead and not ctn.handlers_of(c):
                     out.append((1.0, partial(self._orphan, w, c)))
             if not self.draining:
-                for m in sorted(self._timeouts(ctn)):
-                    out.append((0.05, partial(self._timeout, w, m)))
+                for mid in sorted(self._timeouts(ctn)):
+                    out.append((0.05, partial(self._timeout, w, mid)))
         return out
 
     def _timeouts(self, ctn: Container) -> set[AutogradId]:

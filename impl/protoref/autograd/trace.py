@@ -9,14 +9,14 @@ and ``nextMsg`` and ``alive`` whole; ``cur`` (the worker's function from threads
 current context) as the set of ``<<t, c>>`` of the threads that have one; every per-worker set
 (``ctxs``, ``known``, ``sends``, ``recvs``, ``handlers`` (those on the worker), ``pending``,
 ``detached``, ``tomb``, ``execd``, ``fired``, ``grads``, ``bstate``, ``outst``, ``awaiting``,
-``parent``, ``echoWait``) and ``cur`` as a delta, ``{"#add": [...], "#del": [...]}``: what the worker's
-slice gained and lost since it last logged that variable (trace schema 3, as the RRef traces
-do), except ``sends`` and ``handlers``, whose records hold sets, logged whole
-(:data:`WHOLE_FIELDS`). ``net`` and the histories ``released``, ``late``, ``results`` and ``freed`` are not logged:
-the parameters pin every step down, so the checker computes them. Steps that change only those
-(``RetryCleanup``, ``Discard``, ``RetrieveContext``, ``NewContextRefused``) log nothing in
-``post``; ``RetryCleanup`` is logged by the message's sender, ``Discard`` by the agent that
-disposes of it.
+``parent``, ``echoWait``) and ``cur`` as a delta, ``{"#add": [...], "#del": [...]}``: what the
+worker's slice gained and lost since it last logged that variable (trace schema 3, as the RRef
+traces do), except ``sends`` and ``handlers``, whose records hold sets, logged whole
+(:data:`WHOLE_FIELDS`). ``net`` and the histories ``released``, ``late``, ``results`` and
+``freed`` are not logged: the parameters pin every step down, so the checker computes them.
+Steps that change only those (``RetryCleanup``, ``Discard``, ``RetrieveContext``,
+``NewContextRefused``) log nothing in ``post``; ``RetryCleanup`` is logged by the message's
+sender, ``Discard`` by the agent that disposes of it.
 """
 
 from __future__ import annotations
