@@ -66,10 +66,20 @@ def test_runtime_traces_merge_and_are_accepted(tmp_path: Path) -> None:
                 rpc.rpc_sync("w2", udfs.log_value, (p,))  # grad in, none out
                 b = rpc.rpc_sync("w1", udfs.mul3, (q,))
                 rpc.rpc_sync("w2", udfs.mul3, (q,))  # an output the loss does not use
-                dist_autograd.backward(cid, [a * b])
+                rpc.rpc_sync("w0", udfs.mul3, (q,))  # a self-RPC, its output unused too
+                with pytest.raises(RuntimeError, match="Already have an autograd context"):
+                    dist_autograd.context().__enter__()  # NewContextRefused
+                loss = a * b
+                dist_autograd.backward(cid, [loss], retain_graph=True)
+                dist_autograd.backward(cid, [loss])  # a second pass accumulates
                 grads = dist_autograd.get_gradients(cid)
-                assert float(grads[p]) == 180.0
-                assert float(grads[q]) == 66.0
+                assert float(grads[p]) == 2 * 180.0
+                assert float(grads[q]) == 2 * 66.0
+                with pytest.raises(RuntimeError, match="second time"):
+                    dist_autograd.backward(cid, [loss])  # the graph is freed: fails, adds nothing
+                assert float(dist_autograd.get_gradients(cid)[p]) == 2 * 180.0
+            with pytest.raises(RuntimeError, match="Could not find autograd context"):
+                dist_autograd.get_gradients(cid)  # RetrieveContext (#40880)
             udfs.GATE.clear()
             with dist_autograd.context():
                 late = rpc.rpc_async("w1", udfs.gated_square, (p,))
@@ -89,6 +99,8 @@ def test_runtime_traces_merge_and_are_accepted(tmp_path: Path) -> None:
         "ProcessBackwardStart",
         "ProcessBackwardAck",
         "ProcessCleanupAutogradContextReq",
+        "NewContextRefused",
+        "RetrieveContext",
     } <= covered
 
 
@@ -134,6 +146,21 @@ def test_rref_backward_local_on_the_owner_and_distributed(tmp_path: Path) -> Non
             assert float(x.grad) == 12.0
             with pytest.raises(RuntimeError, match="call it on the RRef's owner"):
                 rpc.remote("w1", udfs.square, (x,)).backward()
+        eventually(lambda: held_nowhere(agents), "every worker released the context")
+    finally:
+        stop_world(agents)
+
+
+def test_a_call_to_the_worker_itself_is_wrapped(tmp_path: Path) -> None:
+    agents = start(2, tmp_path)
+    try:
+        with agents[0].use():
+            x = tensor(4.0, requires_grad=True)
+            with dist_autograd.context() as cid:
+                y = rpc.rpc_sync("w0", udfs.square, (x,))  # to itself, under the context
+                z = rpc.rpc_sync("w1", udfs.mul3, (y,))
+                dist_autograd.backward(cid, [z])
+                assert float(dist_autograd.get_gradients(cid)[x]) == 3 * 2 * 4.0
         eventually(lambda: held_nowhere(agents), "every worker released the context")
     finally:
         stop_world(agents)

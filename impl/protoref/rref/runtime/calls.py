@@ -18,6 +18,7 @@ from protoref.ids import GloballyUniqueId
 from protoref.rref import events as ev
 from protoref.rref.runtime import frames as fr
 from protoref.rref.runtime.autograd_glue import AutogradGlue
+from protoref.rref.runtime.codec import CodecError, decode_value, encode_value
 from protoref.rref.runtime.errors import PeerDeadError, RemoteError, RPCError, RPCTimeoutError
 from protoref.rref.runtime.handle import RRef
 from protoref.rref.runtime.liveness import Liveness
@@ -165,10 +166,23 @@ class Calls(AutogradGlue, Liveness):
         def done(d: cf.Future[Any]) -> None:
             value, error = outcome(d)
             meta = self.ag_finish(key, value, raised=error is not None)
+            if meta is not None and meta.msg.type == "FWD_RESP":
+                value = self._copy_answer(value)
             self.ag_answered(wrapped, meta, value)
             settle(future, value, error)
 
         udf.add_done_callback(done)
+
+    def _copy_answer(self, value: Any) -> Any:
+        """A wrapped answer to oneself is a copy, as torch's serialized one is: its tensors
+        become the caller's recv function's outputs, while the callee's send function keeps
+        the originals (one object cannot be both)."""
+        codecs = self.node.codecs
+        try:
+            data = encode_value(value, codecs, None, path="result")
+        except CodecError:  # an RRef in it: handed over as it is
+            return value
+        return decode_value(data, codecs, lambda _i: None, path="result")
 
     def run_local(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """Run ``fn`` on this worker's RPC pool with these very objects (no encoding): an RRef
