@@ -4,11 +4,11 @@ A wrapped call or reply carries :class:`AutogradMeta`: the spec's message record
 message id, sender, whether the tensors require grad) and the sender's Lamport stamp; the
 payload stays the RPC layer's (tensors through :class:`~protoref.autograd.payload.TensorCodec`).
 Cleanups and the backward pass's messages are :class:`AutogradFrame` frames of their own, with
-the gradients a ``BWD_REQ`` carries (one per tensor of the message it answers). Two fields go
-beyond the spec's record, for what the spec does not model (docs/divergences.md): ``pass_no``
-numbers a context's backward passes (``retain_graph`` runs several) and ``retain_graph`` says
-whether the pass keeps the graph on every worker; ``error`` carries an error of a worker's part
-of a pass up the flood to the root.
+the gradients a ``BWD_REQ`` carries (one per tensor of the message it answers). Fields beyond the
+spec's record (docs/divergences.md): ``retain_graph`` says whether the pass keeps the graph on
+every worker; ``error`` carries the text of an error of a worker's part of a pass up the flood
+to the root (the spec's ``BWD_ACK`` carries only that it failed); ``pass_no`` repeats the pass
+the record's own ``pass`` names (kept for the frame's readers; the core reads the record's).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ that are complete end, cleanups that waited for a handler run. Waiting (a releas
 handler of the context runs, a backward pass) is on a condition of the lock.
 
 Threads: each application thread has its own current context (torch's thread-local), numbered
-in the order threads first use the worker (thread 0 is the spec's one application thread). A
+in the order threads first use the worker (the spec's ``Threads``: ``cur[w][t]``). A
 request's UDF runs under the caller's context (``DistAutogradContextGuard``): the RPC layer
 calls :meth:`AutogradNode.guard` around it, and calls the UDF makes are nested calls.
 """

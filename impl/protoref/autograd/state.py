@@ -139,7 +139,7 @@ class Container:
     next_ctx: int = 0
     next_msg: int = 0
     ctxs: frozenset[Id] = frozenset()
-    #: Application thread -> its current context (spec ``cur[w]`` for thread 0).
+    #: Application thread -> its current context (spec ``cur[w][t]``; absent: ``None``).
     threads: Mapping[int, Id] = field(default_factory=lambda: _NO_THREADS)
     known: frozenset[tuple[Id, int]] = frozenset()
     sends: frozenset[SendFn] = frozenset()
