@@ -18,8 +18,14 @@ from protoref.ids import GloballyUniqueId
 from protoref.rref import events as ev
 from protoref.rref.runtime import frames as fr
 from protoref.rref.runtime.autograd_glue import AutogradGlue
-from protoref.rref.runtime.codec import CodecError, decode_value, encode_value
-from protoref.rref.runtime.errors import PeerDeadError, RemoteError, RPCError, RPCTimeoutError
+from protoref.rref.runtime.codec import decode_value, encode_value
+from protoref.rref.runtime.errors import (
+    CodecError,
+    PeerDeadError,
+    RemoteError,
+    RPCError,
+    RPCTimeoutError,
+)
 from protoref.rref.runtime.handle import RRef
 from protoref.rref.runtime.liveness import Liveness
 from protoref.rref.runtime.node_core import settle
