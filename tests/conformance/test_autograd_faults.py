@@ -50,6 +50,9 @@ EXPECTED: dict[Fault, tuple[set[str], bool]] = {
     Fault.ANSWER_FORGETS_REQUEST: ({"FinishForwardAutogradReq"}, True),
     Fault.NESTED_REUSES_ID: ({"NestedSendMessageWithAutograd"}, True),
     Fault.FLOOD_BACK_TO_SENDER: ({"ProcessBackwardStart"}, True),
+    # the hidden error shows where the acknowledgement is taken (or discarded at a dead root)
+    Fault.ACK_HIDES_ERROR: ({"ProcessBackwardAck", "Discard"}, False),
+    Fault.PASS_NUMBER_REUSED: ({"DistEngineExecute"}, True),
 }
 
 

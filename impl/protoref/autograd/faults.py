@@ -59,6 +59,13 @@ class Fault(enum.Enum):
     NESTED_REUSES_ID = "nested-reuses-id"
     #: The backward flood is passed back to the worker it came from as well.
     FLOOD_BACK_TO_SENDER = "flood-back-to-sender"
+    #: A failed graph task acknowledges the flood as a success: the root's backward returns
+    #: normally from a pass in which a backward function raised (spec "ackErrors").
+    ACK_HIDES_ERROR = "ack-hides-error"
+    #: A context's next backward pass reuses the first pass's number: its gradient tokens and
+    #: messages cannot be told from the earlier pass's (spec "passTag", PR #32506's
+    #: accumulation).
+    PASS_NUMBER_REUSED = "pass-number-reused"
 
 
 FAULTS: Final = tuple(Fault)
@@ -174,6 +181,26 @@ def _flood_back(original: Callable[..., Step]) -> Callable[..., Step]:
     return start
 
 
+def _ack_hides(original: Callable[..., Step]) -> Callable[..., Step]:
+    def cleanup(ctn: Container, c: AutogradId, *args: Any, **kw: Any) -> Step:
+        result = original(ctn, c, *args, **kw)
+        sent = tuple(
+            m.model_copy(update={"flag": True}) if m.type == "BWD_ACK" else m for m in result.sent
+        )
+        return result._replace(sent=sent)
+
+    return cleanup
+
+
+def _pass_reused(original: Callable[..., Step]) -> Callable[..., Step]:
+    def execute(ctn: Container, c: AutogradId, *args: Any, **kw: Any) -> Step:
+        result = original(ctn.evolve(results=frozenset()), c, *args, **kw)
+        kept = ctn.results | (result.state.results - ctn.results)
+        return result._replace(state=result.state.evolve(results=kept))
+
+    return execute
+
+
 #: fault -> (module or class, attribute, wrapper of the correct function).
 _PLANTS: Final[dict[Fault, tuple[Any, str, Callable[[Any], Any]]]] = {
     Fault.FORGET_TOMBSTONE: (fw, "erase", _forget_tombstone),
@@ -187,6 +214,8 @@ _PLANTS: Final[dict[Fault, tuple[Any, str, Callable[[Any], Any]]]] = {
     Fault.ANSWER_FORGETS_REQUEST: (fw, "finish_forward_autograd_req", _forgets_request),
     Fault.NESTED_REUSES_ID: (fw, "nested_send_message_with_autograd", _reuses_id),
     Fault.FLOOD_BACK_TO_SENDER: (bw, "process_backward_start", _flood_back),
+    Fault.ACK_HIDES_ERROR: (bw, "cleanup_backward_pass", _ack_hides),
+    Fault.PASS_NUMBER_REUSED: (bw, "dist_engine_execute", _pass_reused),
 }
 
 
