@@ -164,3 +164,38 @@ def test_a_call_to_the_worker_itself_is_wrapped(tmp_path: Path) -> None:
         eventually(lambda: held_nowhere(agents), "every worker released the context")
     finally:
         stop_world(agents)
+
+
+def test_threads_contexts_at_once_are_in_the_spec(tmp_path: Path) -> None:
+    """Two application threads of one worker, each in its own context at the same time (the
+    spec's Threads): gradients never mix, and TLC accepts the merged trace."""
+    agents = start(2, tmp_path)
+    results: dict[int, float] = {}
+    errors: list[BaseException] = []
+    inside = threading.Barrier(2, timeout=TIMEOUT)
+
+    def worker(k: int) -> None:
+        try:
+            with agents[0].use():
+                x = tensor(float(k + 1), requires_grad=True)
+                with dist_autograd.context() as cid:
+                    inside.wait()  # both contexts open at once
+                    y = rpc.rpc_sync("w1", udfs.mul3, (x * x,))
+                    dist_autograd.backward(cid, [y])
+                    results[k] = float(dist_autograd.get_gradients(cid)[x])
+        except BaseException as err:
+            errors.append(err)
+
+    try:
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(TIMEOUT)
+        assert not errors, errors
+        assert results == {0: 3 * 2 * 1.0, 1: 3 * 2 * 2.0}
+        eventually(lambda: held_nowhere(agents), "every worker released both contexts")
+    finally:
+        stop_world(agents)
+    report = validate(tmp_path, 2)
+    assert report.all_accepted, [v.rejection for v in report.verdicts]
