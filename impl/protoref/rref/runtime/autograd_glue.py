@@ -135,6 +135,7 @@ class AutogradGlue:
     def trace_autograd(self, path: Path, ranks: list[int]) -> None:
         """Write this worker's autograd trace to ``path``: every worker of a run writes the
         same header (DistAutograd.tla's constants for the Reference), so the logs merge."""
+        path.parent.mkdir(parents=True, exist_ok=True)
         sink = JsonlSink(path)
         sink.header(autograd_header(ranks))
         self.autograd.sink = sink
