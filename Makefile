@@ -34,6 +34,7 @@ check: setup ## the main job: every quick TLC model against the manifest, then a
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
+	$(TRACECHECK) campaign autograd --runs 20 --seed 1 --steps 150 --invariants
 
 .PHONY: test
 test: setup torch lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
@@ -56,6 +57,7 @@ bench: setup ## deep models vs TLC's ceiling, trace validation, RRef simulator a
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0' numpy
 	$(BIN)/python -m protoref.rref.runtime.bench --out docs/performance.md
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
+	$(BIN)/python -m protoref.autograd.bench --out docs/performance.md
 
 .PHONY: docs
 docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams, autograd steps)
