@@ -14,6 +14,7 @@ from rich.console import Console
 
 from tracecheck.campaigns.campaign import keep_campaign, run_campaign
 from tracecheck.cli.common import ARTIFACTS_HELP, DEFAULT_SPEC_ROOT
+from tracecheck.cli.torchcampaign import TORCH_CAMPAIGN, cmd_torch_campaign
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.artifacts import keep_failures
@@ -54,7 +55,9 @@ def add_campaign(sub: Any) -> None:
     campaign = sub.add_parser(
         "campaign", help="simulate N seeded runs of an implementation and validate every trace"
     )
-    campaign.add_argument("protocol", help="e.g. rref")
+    campaign.add_argument(
+        "protocol", help=f"rref, rendezvous, or {TORCH_CAMPAIGN} (torch 2.13's own handler)"
+    )
     campaign.add_argument("--runs", type=int, default=20)
     campaign.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
     campaign.add_argument("--steps", type=int, default=150, help="workload steps per run")
@@ -127,6 +130,8 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
+    if args.protocol == TORCH_CAMPAIGN:  # torch's own handler, not a protocol's simulator
+        return cmd_torch_campaign(args, console)
     toolchain()
     console.print(
         f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
