@@ -144,7 +144,13 @@ def run_torch_campaign(
     folder = out or Path(tempfile.mkdtemp(prefix="campaign-torch-rendezvous-"))
     folder.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    done = [_run(order[i % len(order)], first_seed + i, folder) for i in range(runs)]
+    done, broken = [], []
+    for i in range(runs):
+        name, seed = order[i % len(order)], first_seed + i
+        try:
+            done.append(_run(name, seed, folder))
+        except Exception as err:  # a run that left no trace is a failed run, not the end
+            broken.append(_no_trace(name, seed, err))
     run_seconds = time.monotonic() - started
     mapping = load_mapping("rendezvous")
     traces, report = validate_files([d.trace for d in done], mapping, spec_root, explain=explain)
@@ -153,7 +159,7 @@ def run_torch_campaign(
     verdicts = [
         _verdict(d, v, _witness_of(witness, v.source), reference.get(str(d.trace)))
         for d, v in zip(done, report.verdicts, strict=True)
-    ]
+    ] + broken
     keep = out is not None or any(v.outcome != "accepted" for v in verdicts)
     if not keep:
         shutil.rmtree(folder, ignore_errors=True)
@@ -162,9 +168,22 @@ def run_torch_campaign(
         runs=verdicts,
         report=report,
         invariants=witness,
-        stores=_coverage(done, verdicts),
+        stores=_coverage(done, verdicts[: len(done)]),
         run_seconds=run_seconds,
         trace_dir=str(folder) if keep else None,
+    )
+
+
+def _no_trace(name: str, seed: int, err: Exception) -> TorchRunVerdict:
+    return TorchRunVerdict(
+        scenario=name,
+        seed=seed,
+        store="?",
+        processes=name.startswith("processes"),
+        trace="",
+        events=0,
+        outcome="failed",
+        detail=f"the run left no trace: {type(err).__name__}: {err}",
     )
 
 

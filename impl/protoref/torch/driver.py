@@ -10,6 +10,7 @@ merges the records into ``<folder>/<name>-seed<seed>.ndjson`` and returns a
 from __future__ import annotations
 
 import random
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -56,7 +57,8 @@ def run_scenario(
 ) -> ScenarioRun:
     """Run ``scenario`` with ``seed``; its files go to ``folder / <name>-seed<seed>/``."""
     work = folder / f"{scenario.name}-seed{seed}"
-    work.mkdir(parents=True, exist_ok=False)
+    shutil.rmtree(work, ignore_errors=True)  # the same run made again replaces its files
+    work.mkdir(parents=True)
     servers: list[object] = []  # a TCPStore server outlives every handler of the run
     with TorchRun(work, scenario.cfg, seed=seed, tick_real=tick_real) as run:
         stage = Stage(run, _stores(run, scenario.store, work, servers))

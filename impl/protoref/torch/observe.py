@@ -38,7 +38,7 @@ from protoref.rendezvous.trace import POST_FIELDS
 from protoref.torch.timing import TickTime, set_acting_node
 from protoref.torch.values import TorchSettings, node_name, op_deadline, state_value
 
-__all__ = ["EMPTY_STATE", "AdapterError", "NodeCrash", "NodeObserver", "StepContext"]
+__all__ = ["AdapterError", "NodeCrash", "NodeObserver", "StepContext"]
 
 #: torch's ``_Action`` member -> the spec action that logs it.
 _ACTIONS: Final = {
@@ -71,18 +71,6 @@ _STARTS: Final = {
     "_keep_alive": "KeepAliveTimer",
 }
 _START_OP: Final = {"NextRendezvous": "exit", "SetClosed": "close", "KeepAliveTimer": "keepalive"}
-
-#: ``_RendezvousState()`` as the spec writes it (what the spec's Crash leaves).
-EMPTY_STATE: Final[JsonValue] = {
-    "round": 0,
-    "complete": False,
-    "deadline": [],
-    "closed": False,
-    "participants": [],
-    "waitList": {"#set": []},
-    "redundancyList": {"#set": []},
-    "lastHeartbeats": [],
-}
 
 
 class AdapterError(ProtorefError):
@@ -381,14 +369,6 @@ def _event(name: str, node: str, post: dict[str, JsonValue]) -> dict[str, Any]:
 
 
 def crash_event(node: str) -> dict[str, Any]:
-    """The ``Crash`` event of ``node``: what the spec's Crash leaves (an empty copy, nothing
-    dirty, no cache): the node is gone, so these are the spec's values, not observations."""
-    post: dict[str, JsonValue] = {
-        "pc": "crashed",
-        "op": "none",
-        "opDl": 0,
-        "local": EMPTY_STATE,
-        "dirty": False,
-        "fresh": False,
-    }
-    return _event("Crash", node, post)
+    """The ``Crash`` event of ``node``: the node is gone, so nothing of it is observed (the
+    contract asks no post-state; the spec forgets the node's copy)."""
+    return _event("Crash", node, {})

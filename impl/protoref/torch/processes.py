@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from protoref.torch.values import TorchSettings
 __all__ = ["PROCESS_SCENARIOS", "ProcessScenario", "run_processes"]
 
 #: Real seconds per tick: processes on a loaded 2-core machine are descheduled for hundreds of
-#: milliseconds; a heartbeat must not expire for that (settings below: expiry 9 ticks = 1.8 s).
+#: milliseconds; a heartbeat must not expire for that (settings below: expiry 15 ticks = 3 s).
 PROCESS_TICK: Final = 0.2
 #: Real seconds a node may take to print the line the driver waits for.
 _WAIT: Final = 120.0
@@ -133,7 +134,8 @@ def run_processes(
     dist: Any = importlib.import_module("torch.distributed")
 
     work = folder / f"{scenario.name}-seed{seed}"
-    work.mkdir(parents=True, exist_ok=False)
+    shutil.rmtree(work, ignore_errors=True)  # the same run made again replaces its files
+    work.mkdir(parents=True)
     lock = work / "step.lock"
     clock = TickTime(time.monotonic_ns(), tick_real)
     servers: list[Any] = []  # the TCPStore server lives until the trace is written
@@ -156,8 +158,6 @@ def run_processes(
         "lock": str(lock),
     }
     tracer = HandlerTracer(work / "driver.jsonl", 1.0, lock=lock)
-    ctx = StepContext(tracer, clock, cfg)
-    problems: list[str] = []
     nodes = {
         i: _Node(
             {
@@ -172,31 +172,7 @@ def run_processes(
         for i, plan in enumerate(scenario.plans)
     }
     try:
-        for i, node in nodes.items():
-            if not node.wait_for("node "):
-                problems.append(f"node {i} ended before it started: {_stderr(node)}")
-        for i, node in nodes.items():
-            if i not in scenario.gates:
-                node.open_gate()
-        for kill in scenario.kills:
-            node = nodes[kill.node]
-            if not node.wait_for(kill.after):
-                problems.append(f"node {kill.node} ended before {kill.after!r}")
-                continue
-            with ctx.step():
-                node.proc.send_signal(signal.SIGKILL)
-                node.proc.wait(_WAIT)
-                assert node.name is not None
-                ctx.record(crash_event(node.name))
-        for delay in sorted(set(scenario.gates.values())):
-            clock.sleep(delay)  # (one delay per scenario so far)
-            for i, d in scenario.gates.items():
-                if d == delay:
-                    nodes[i].open_gate()
-        for i, node in sorted(nodes.items()):
-            node.finish()
-            if node.proc.returncode not in (0, -signal.SIGKILL):
-                problems.append(f"node {i} exited {node.proc.returncode}: {_stderr(node)}")
+        problems = _drive(scenario, nodes, StepContext(tracer, clock, cfg))
     finally:
         for node in nodes.values():
             if node.proc.poll() is None:
@@ -229,6 +205,37 @@ def run_processes(
     )
 
 
+def _drive(scenario: ProcessScenario, nodes: dict[int, _Node], ctx: StepContext) -> list[str]:
+    """Start the plans, kill, open the late gates, wait for every node; the problems seen."""
+    problems: list[str] = []
+    for i, node in nodes.items():
+        if not node.wait_for("node "):
+            problems.append(f"node {i} ended before it started: {_stderr(node)}")
+    for i, node in nodes.items():
+        if i not in scenario.gates:
+            node.open_gate()
+    for kill in scenario.kills:
+        node = nodes[kill.node]
+        if not node.wait_for(kill.after):
+            problems.append(f"node {kill.node} ended before {kill.after!r}")
+            continue
+        with ctx.step():  # no node is inside a step while the driver holds the lock
+            node.proc.send_signal(signal.SIGKILL)
+            node.proc.wait(_WAIT)
+            assert node.name is not None
+            ctx.record(crash_event(node.name))
+    for delay in sorted(set(scenario.gates.values())):
+        ctx.clock.sleep(delay)
+        for i, d in scenario.gates.items():
+            if d == delay:
+                nodes[i].open_gate()
+    for i, node in sorted(nodes.items()):
+        node.finish()
+        if node.proc.returncode not in (0, -signal.SIGKILL):
+            problems.append(f"node {i} exited {node.proc.returncode}: {_stderr(node)}")
+    return problems
+
+
 def _desc(name: str) -> _Desc:
     addr, pid, local_id = name.rsplit("_", 2)
     return _Desc(addr, int(pid), int(local_id))
@@ -255,8 +262,8 @@ def _stderr(node: _Node) -> str:
     return node.proc.stderr.read()[-2000:]
 
 
-_SETTINGS: Final = {"join": 200, "keep_alive_interval": 3, "heartbeat": 5}
-_EXPIRY_PLUS: Final = 3 * 3 + 3  # keep_alive_interval x max attempts, + 3 ticks
+_SETTINGS: Final = {"join": 200, "keep_alive_interval": 3, "keep_alive_max_attempt": 5}
+_EXPIRY_PLUS: Final = 3 * 5 + 3  # keep_alive_interval x max attempts, + 3 ticks
 
 PROCESS_SCENARIOS: Final[dict[str, ProcessScenario]] = {
     s.name: s

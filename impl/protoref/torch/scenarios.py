@@ -48,8 +48,10 @@ def _wind_down(stage: Stage, closer: Agent, ticks: int = 6) -> None:
 
 
 def min_equals_max(stage: Stage, rng: random.Random) -> None:
-    """min = max = 3: all join at once, ask num_nodes_waiting(), one closes, all shut down."""
-    agents = [stage.add(a) for a in _addrs(3)]
+    """min = max = 3 on one host (one address, one pid: only the local ids differ, so the
+    rank order is theirs as integers): all join at once, ask num_nodes_waiting(), one
+    closes, all shut down."""
+    agents = [stage.add("127.0.0.1") for _ in range(3)]
     stage.go(*[lambda a=a: (a.join(), a.poll_waiting(rng.randint(1, 3))) for a in agents])
     _wind_down(stage, rng.choice(agents))
 
@@ -157,6 +159,31 @@ def redundancy(stage: Stage, rng: random.Random) -> None:
             agent.shutdown()
 
 
+def redundant_graceful_exit(stage: Stage, rng: random.Random) -> None:
+    """min = max = 2, three nodes: the third lands in the redundancy list of the full round;
+    one member shuts the rendezvous down; the redundant node's join op raises
+    RendezvousGracefulExitError."""
+    a, b, c = (stage.add(x) for x in _addrs(3))
+    stage.go(a.join, b.join)
+    redundant = threading.Event()
+
+    def listen(event: str, _: object) -> None:
+        if event == "AddToRedundancyList":
+            redundant.set()
+
+    c.observer.listeners.append(listen)
+    closer = rng.choice([a, b])
+    other = b if closer is a else a
+
+    def close() -> None:
+        if redundant.wait(LIMIT / 2):
+            closer.sleep(2)  # its write has landed; it waits in the full round
+            closer.shutdown()
+
+    stage.go(c.join, close, lambda: (other.poll_closed(10), other.shutdown()))
+    c.shutdown()
+
+
 def rollback_participant(stage: Stage, rng: random.Random) -> None:
     """min = max = 3, a join timeout of 6: two join, nobody else; past the deadline each rolls
     back (REMOVE_FROM_PARTICIPANTS within the 5 s window) and times out."""
@@ -185,6 +212,12 @@ SCENARIOS: Final[dict[str, Scenario]] = {
         Scenario("crash_during_join", crash_during_join, TorchSettings(min_nodes=3, max_nodes=3)),
         Scenario("close_and_shutdown", close_and_shutdown, _QUICK, store="tcp"),
         Scenario("redundancy", redundancy, TorchSettings(min_nodes=2, max_nodes=2), store="file"),
+        Scenario(
+            "redundant_graceful_exit",
+            redundant_graceful_exit,
+            TorchSettings(min_nodes=2, max_nodes=2),
+            store="tcp",
+        ),
         Scenario(
             "rollback_participant",
             rollback_participant,

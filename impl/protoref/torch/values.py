@@ -45,7 +45,10 @@ class TorchSettings:
     close: int = 10
     heartbeat: int = 5
     keep_alive_interval: int = 2
-    keep_alive_max_attempt: int = 3
+    #: expiry = interval x attempts = 10 ticks: longer than a busy 2-core machine stalls a
+    #: process (a node whose own heartbeat expires while it is descheduled sanitizes itself
+    #: out, which is torch's behaviour but not what a scenario means to show)
+    keep_alive_max_attempt: int = 5
 
     @property
     def heartbeat_cap(self) -> int:
