@@ -6,6 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 TRACECHECK := $(BIN)/tracecheck
+TORCH := $(VENV)/.torch-stamp
 
 .PHONY: help
 help: ## list the targets
@@ -26,10 +27,18 @@ check: setup ## the main job: every quick TLC model against the manifest, then a
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
+	@# torch 2.13's own handler (exit 3: torch absent or not 2.13; make test installs it)
+	$(TRACECHECK) campaign torch-rendezvous --runs 30 --seed 1 || { test $$? = 3 && \
+	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
 
 .PHONY: test
-test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
+test: setup lint $(TORCH) ## lint, type-check, then run the test suite (real TLC runs, real torch 2.13)
 	$(BIN)/pytest
+
+# torch 2.13 (the registry's CPU build) for tests/torch: its own rendezvous handler under the checker
+$(TORCH): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0' numpy
+	@touch $@
 
 .PHONY: lint
 lint: setup ## ruff and mypy --strict on impl/, conformance/ and the spec folders' scripts

@@ -10,6 +10,7 @@ raw file. Every process's raw records are then merged into one trace, as for thr
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import queue
@@ -83,7 +84,8 @@ class _Node:
         self.seen: list[str] = []
         self.name: str | None = None
         self.ended = False  # its output ended
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -124,6 +126,17 @@ class _Node:
     def finish(self) -> None:
         self.wait_for("\0")  # drain to the end
         self.proc.wait(_WAIT)
+
+    def close(self) -> None:
+        """Kill the process if it still runs, reap it and close its pipes."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(_WAIT)
+        self._reader.join(_WAIT)  # its stdout ends with the process
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):  # stdin of a dead process: broken pipe
+                    pipe.close()
 
 
 def run_processes(
@@ -175,8 +188,7 @@ def run_processes(
         problems = _drive(scenario, nodes, StepContext(tracer, clock, cfg))
     finally:
         for node in nodes.values():
-            if node.proc.poll() is None:
-                node.proc.kill()
+            node.close()
         tracer.close()
     descs = [_desc(n.name) for n in nodes.values() if n.name is not None]
     header = torch_header(
