@@ -274,7 +274,10 @@ def _stderr(node: _Node) -> str:
     return node.proc.stderr.read()[-2000:]
 
 
-_SETTINGS: Final = {"join": 200, "keep_alive_interval": 3, "keep_alive_max_attempt": 5}
+#: join timeout 600 ticks (torch's default 600 s) = 120 real s: on a 2-core machine under a
+#: load of ~28, 200 ticks (40 s) were once not enough for the late joiners of the FileStore
+#: run, and the first node timed out of its join
+_SETTINGS: Final = {"join": 600, "keep_alive_interval": 3, "keep_alive_max_attempt": 5}
 _EXPIRY_PLUS: Final = 3 * 5 + 3  # keep_alive_interval x max attempts, + 3 ticks
 
 PROCESS_SCENARIOS: Final[dict[str, ProcessScenario]] = {
