@@ -30,11 +30,14 @@ $(TORCH_STAMP): $(STAMP)
 torch: $(TORCH_STAMP) ## add torch 2.13 (CPU): the torchrun backend's tests run real torchrun agents
 
 .PHONY: check
-check: setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
+check: setup ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
 	$(TRACECHECK) campaign autograd --runs 20 --seed 1 --steps 150 --invariants
+	@# torch 2.13's own handler (exit 3: torch absent or not 2.13; make test installs it)
+	$(TRACECHECK) campaign torch-rendezvous --runs 30 --seed 1 || { test $$? = 3 && \
+	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
 
 .PHONY: test
 test: setup torch lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
@@ -51,10 +54,9 @@ conformance: setup ## a larger conformance campaign: 200 seeded RRef runs throug
 	$(TRACECHECK) campaign rref --runs 200 --seed 1 --steps 200 --out traces/rref
 
 .PHONY: bench
-bench: setup ## deep models vs TLC's ceiling, trace validation, RRef simulator and runtime, rendezvous vs torch 2.13 -> docs/performance.md
+bench: setup torch ## deep models vs TLC's ceiling, trace validation, RRef simulator and runtime, rendezvous vs torch 2.13 -> docs/performance.md
 	$(TRACECHECK) bench --workers auto
 	$(BIN)/python -m protoref.rref.bench --out docs/performance.md
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0' numpy
 	$(BIN)/python -m protoref.rref.runtime.bench --out docs/performance.md
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
 	$(BIN)/python -m protoref.autograd.bench --out docs/performance.md

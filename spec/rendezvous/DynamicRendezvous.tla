@@ -32,8 +32,9 @@
 (*    passed), a heartbeat is its age in ticks.  Ages saturate at          *)
 (*    HeartbeatExpiry + 1 (expired), deadlines at -1 and op deadlines just *)
 (*    below the rollback window: no rule can tell the saturated values     *)
-(*    apart.  One tick is also the read cache's lifetime and the length of *)
-(*    the 1 s delay of the SYNC action.                                    *)
+(*    apart.  One tick is also the length of the 1 s delay of the SYNC     *)
+(*    action, and the read cache lasts CacheTicks ticks (1, or 2 for       *)
+(*    torch's inclusive 1 s test on a whole-second clock).                 *)
 (*                                                                         *)
 (* What is abstracted away                                                 *)
 (*  - Node descriptors: only their order matters (addr as string, pid,     *)
@@ -51,9 +52,12 @@
 (*    still outdates every other token here (ABA cannot happen), while in  *)
 (*    2.13 identical bytes would match; with fresh timestamps in every     *)
 (*    write, identical bytes do not occur in practice.                     *)
-(*  - The heartbeat timer is modelled only when it has work to do (the     *)
-(*    node's stored heartbeat is due); other firings are read-only syncs.  *)
-(*    set_closed is called only while the store is open.                   *)
+(*  - Unless TimerFiresAnyTime, the heartbeat timer is modelled only when  *)
+(*    it has work to do (the node's stored heartbeat is due; other firings *)
+(*    are read-only syncs); unless CloseAnyTime, set_closed is called only *)
+(*    by an idle node while the store is open.  Trace specs of torch's     *)
+(*    handler set both: its timer fires every interval, its agent closes   *)
+(*    whenever it likes, and the op decides on the node's copy.            *)
 (*  - Dead copies: when a tick passes, a node that will overwrite its copy *)
 (*    by a read before using it (idle, sleeping or about to sync, nothing  *)
 (*    pending) has its copy reset to the empty state.                      *)
@@ -145,8 +149,32 @@ ElasticAgent == FALSE
 (* MCDynamicRendezvousClocks sets them.                                    *)
 MaxClockSkew == 0
 
+(* How long a sync's read cache serves, in Ticks.  1: until the next Tick   *)
+(* (a cache shorter than a tick).  2: torch 2.13's inclusive test          *)
+(* (now - last_sync <= 1 s, _BackendRendezvousStateHolder.sync) on a clock *)
+(* of whole 1 s ticks: a sync at tick t also serves at tick t + 1, so a    *)
+(* node waking from its 1 s SYNC sleep decides on the stale copy once more *)
+(* and polls every second tick.  fresh[n] counts the Ticks its cache has   *)
+(* left.  Overridden by trace specs.                                       *)
+CacheTicks == 1
+
+(* When the heartbeat timer fires.  FALSE: only when it has work (the      *)
+(* node's stored heartbeat is due; other firings are read-only syncs): a   *)
+(* smaller state space for the models.  TRUE: torch's _PeriodicTimer, every*)
+(* keep_alive_interval whatever the state; the keep-alive op decides on    *)
+(* the node's copy (KEEP_ALIVE when due, else FINISH).                     *)
+TimerFiresAnyTime == FALSE
+
+(* When set_closed() / shutdown() may be called.  FALSE: on an open store  *)
+(* by an idle node (no repeated no-op calls).  TRUE: any time the node is  *)
+(* idle or stopped (torchrun's launcher calls shutdown() in its finally,   *)
+(* also after RendezvousClosedError); the close op decides on the node's   *)
+(* copy, so a stale copy decides MARK_RENDEZVOUS_CLOSED and loses the CAS. *)
+CloseAnyTime == FALSE
+
 ASSUME /\ Variant \in {"PyTorch", "Reference"}
        /\ NodeIndex \in [Nodes -> Nat] /\ Nodes # {}
+       /\ CacheTicks \in {1, 2}
        /\ MinNodes \in Nat \ {0} /\ MaxNodes \in Nat /\ MinNodes <= MaxNodes
        /\ Closers \subseteq Nodes /\ MaxCrashes \in Nat
        /\ {JoinTimeout, LastCallTimeout, CloseTimeout, HeartbeatTimeout,
@@ -165,7 +193,8 @@ VARIABLES
              \*   is still the store's value, so n's compare_set would match
     local,   \* local[n]: n's copy of the state (_BackendRendezvousStateHolder._state)
     dirty,   \* dirty[n]: n changed its copy since its last sync
-    fresh,   \* fresh[n]: n synced during the current tick (the 1 s read cache is valid)
+    fresh,   \* fresh[n]: Ticks n's read cache still serves (0: expired; CacheTicks
+             \*   right after a sync)
     pc,      \* pc[n]: "idle" | "sync" | "decide" | "sleep" | "stopped" | "crashed"
     op,      \* op[n]: "none" | "exit" | "join" | "close" | "keepalive"
     opDl,    \* opDl[n]: ticks left until the running op's deadline (< 0: passed)
@@ -199,6 +228,9 @@ Count(s) == Cardinality(Parts(s))
 
 (* The current shared state. *)
 Cur == Load(store)
+
+\* n's read cache serves: a sync now returns n's copy without a store call.
+Cached(n) == fresh[n] > 0
 
 -----------------------------------------------------------------------------
 (* Points a must-fail model may override (cfg: Op <- BrokenOp).            *)
@@ -391,7 +423,7 @@ Decides(n, a) == pc[n] = "decide" /\ Decision(n) = a
 (* now + join timeout for the exit op and then the join op.  Under        *)
 (* ElasticAgent a node that returned restarts only when its agent saw      *)
 (* num_nodes_waiting() > 0 (its fresh copy has a wait list).  G1, G3, G5.  *)
-AgentSeesWaiting(n) == fresh[n] /\ local[n].waitList # {}
+AgentSeesWaiting(n) == fresh[n] > 0 /\ local[n].waitList # {}
 
 NextRendezvous(n) ==
     /\ pc[n] = "idle"
@@ -409,7 +441,7 @@ NextRendezvous(n) ==
 KeepAliveTimer(n) ==
     /\ pc[n] = "idle"
     /\ result[n] = "ok"
-    /\ HeartbeatDue(n)      \* a firing with nothing due is a read-only sync
+    /\ TimerFiresAnyTime \/ HeartbeatDue(n)  \* else a firing with nothing due is a read-only sync
     /\ pc' = [pc EXCEPT ![n] = "sync"]
     /\ op' = [op EXCEPT ![n] = "keepalive"]
     /\ opDl' = [opDl EXCEPT ![n] = HeartbeatTimeout]
@@ -418,9 +450,9 @@ KeepAliveTimer(n) ==
 (* DynamicRendezvousHandler.set_closed (and shutdown): the close op with   *)
 (* deadline now + timeout.close.  G4.                                      *)
 SetClosed(n) ==
-    /\ pc[n] = "idle"
+    /\ IF CloseAnyTime THEN pc[n] \in {"idle", "stopped"}
+       ELSE pc[n] = "idle" /\ ~Cur.closed  \* an open rendezvous (no repeated no-op calls)
     /\ n \in Closers
-    /\ ~Cur.closed          \* the agent closes an open rendezvous (no repeated no-op calls)
     /\ pc' = [pc EXCEPT ![n] = "sync"]
     /\ op' = [op EXCEPT ![n] = "close"]
     /\ opDl' = [opDl EXCEPT ![n] = CloseTimeout]
@@ -428,26 +460,30 @@ SetClosed(n) ==
 
 -----------------------------------------------------------------------------
 (* Sync steps: _BackendRendezvousStateHolder.sync.                         *)
-SyncReady(n) == pc[n] = "sync" \/ (pc[n] = "sleep" /\ (~fresh[n] \/ SleeperWakesEarly))
+\* A sleeper wakes once a Tick passed since it went to sleep (right after a sync).
+SyncReady(n) ==
+    pc[n] = "sync" \/ (pc[n] = "sleep" /\ (fresh[n] < CacheTicks \/ SleeperWakesEarly))
+\* protoref's handler invalidates a waking sleeper's cache (SleeperWakesEarly).
+Invalidated(n) == pc[n] = "sleep" /\ SleeperWakesEarly
 
 AfterSync(n, s) ==
     /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
     /\ local' = [local EXCEPT ![n] = Sanitize(n, s)]
     /\ dirty' = [dirty EXCEPT ![n] = FALSE]
-    /\ fresh' = [fresh EXCEPT ![n] = TRUE]
+    /\ fresh' = [fresh EXCEPT ![n] = CacheTicks]
     /\ pc' = [pc EXCEPT ![n] = "decide"]
 
 (* Not dirty, cache expired (or a sleeper invalidated it): get_state, then  *)
 (* sanitize the copy.  G5.                                                 *)
 SyncRead(n) ==
-    /\ SyncReady(n) /\ ~dirty[n] /\ (~fresh[n] \/ pc[n] = "sleep")
+    /\ SyncReady(n) /\ ~dirty[n] /\ (~Cached(n) \/ Invalidated(n))
     /\ AfterSync(n, Load(store))
     /\ UNCHANGED <<store, op, opDl, result, view>>
 
-(* Not dirty, last sync less than 1 s ago: served from the cache, no       *)
-(* store call and no sanitize.                                             *)
+(* Not dirty, the read cache still serves (CacheTicks): no store call and *)
+(* no sanitize.                                                            *)
 SyncCached(n) ==
-    /\ pc[n] = "sync" /\ ~dirty[n] /\ fresh[n]
+    /\ SyncReady(n) /\ ~dirty[n] /\ Cached(n) /\ ~Invalidated(n)
     /\ pc' = [pc EXCEPT ![n] = "decide"]
     /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh, op, opDl, result, view>>
 
@@ -459,7 +495,7 @@ SyncWriteWon(n) ==
     /\ store' = local[n]
     /\ local' = [local EXCEPT ![n] = Sanitize(n, local[n])]
     /\ dirty' = [dirty EXCEPT ![n] = FALSE]
-    /\ fresh' = [fresh EXCEPT ![n] = TRUE]
+    /\ fresh' = [fresh EXCEPT ![n] = CacheTicks]
     /\ pc' = [pc EXCEPT ![n] = "decide"]
     \* n's token is now the new value; every other token is outdated
     /\ tokenCurrent' = [m \in Nodes |-> m = n \/ (store' = store /\ tokenCurrent[m])]
@@ -480,11 +516,11 @@ SyncWriteLost(n) ==
 ReadOnlySync(n) ==
     /\ ReadOnlySyncs
     /\ pc[n] \in {"idle", "stopped"} /\ ~dirty[n]
-    /\ IF fresh[n]
+    /\ IF Cached(n)
        THEN UNCHANGED <<tokenCurrent, local, fresh>>
        ELSE /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
             /\ local' = [local EXCEPT ![n] = Sanitize(n, Load(store))]
-            /\ fresh' = [fresh EXCEPT ![n] = TRUE]
+            /\ fresh' = [fresh EXCEPT ![n] = CacheTicks]
     /\ UNCHANGED <<store, dirty, pc, op, opDl, result, view>>
 
 -----------------------------------------------------------------------------
@@ -578,17 +614,22 @@ Finish(n) ==
                ELSE UNCHANGED <<result, view>>
     /\ UNCHANGED <<store, tokenCurrent, local, dirty, fresh>>
 
-(* The node stops for good: its copy no longer matters.  (A part of the    *)
-(* actions ErrorClosed and GracefulExit, which say UNCHANGED themselves so *)
-(* that each logged action is one named definition.)                       *)
+(* The node's next_rendezvous stops for good.  torch's holder keeps its    *)
+(* copy, its token and its read cache, and is_closed() / num_nodes_waiting()*)
+(* answer from them (ReadOnlySync).  Without read-only syncs nobody reads  *)
+(* the copy again, so it is forgotten at once (a reduction, as Dead).  (A  *)
+(* part of the actions ErrorClosed and GracefulExit, which say UNCHANGED   *)
+(* themselves so that each logged action is one named definition.)        *)
 Stop(n, r) ==
     /\ pc' = [pc EXCEPT ![n] = "stopped"]
     /\ op' = [op EXCEPT ![n] = "none"]
     /\ opDl' = [opDl EXCEPT ![n] = 0]
     /\ result' = [result EXCEPT ![n] = r]
-    /\ local' = [local EXCEPT ![n] = EmptyState]
-    /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
-    /\ fresh' = [fresh EXCEPT ![n] = FALSE]
+    /\ IF ReadOnlySyncs
+       THEN UNCHANGED <<local, tokenCurrent, fresh>>
+       ELSE /\ local' = [local EXCEPT ![n] = EmptyState]
+            /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
+            /\ fresh' = [fresh EXCEPT ![n] = 0]
 
 (* ERROR_CLOSED: run() raises RendezvousClosedError; the agent stops.  G4. *)
 ErrorClosed(n) ==
@@ -627,12 +668,13 @@ Crash(n) ==
     /\ local' = [local EXCEPT ![n] = EmptyState]
     /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
     /\ dirty' = [dirty EXCEPT ![n] = FALSE]
-    /\ fresh' = [fresh EXCEPT ![n] = FALSE]
+    /\ fresh' = [fresh EXCEPT ![n] = 0]
     /\ UNCHANGED <<store, result, view>>
 
-(* A copy is dead once its read cache expired and nothing local is        *)
-(* pending: the node's next use of it is a SyncRead that overwrites it.    *)
-Dead(n) == ~dirty[n] /\ pc[n] \in {"idle", "sleep", "sync"}
+(* A copy is dead once its read cache expires (at this Tick) and nothing  *)
+(* local is pending: the node's next use of it is a SyncRead that          *)
+(* overwrites it.                                                          *)
+Dead(n) == ~dirty[n] /\ pc[n] \in {"idle", "sleep", "sync"} /\ fresh[n] <= 1
 
 (* One tick of time passes: every stored and copied timestamp ages, every  *)
 (* running op's deadline comes closer, read caches expire, sleeps end.     *)
@@ -644,7 +686,7 @@ Tick ==
     /\ local' = [n \in Nodes |-> IF Dead(n) THEN EmptyState ELSE AgeState(local[n])]
     /\ opDl' = [n \in Nodes |-> IF op[n] = "none" THEN opDl[n]
                                 ELSE MaxOf(opDl[n] - 1, OpDeadlineFloor)]
-    /\ fresh' = [n \in Nodes |-> FALSE]
+    /\ fresh' = [n \in Nodes |-> MaxOf(fresh[n] - 1, 0)]
     /\ UNCHANGED <<dirty, pc, op, result, view>>
 
 -----------------------------------------------------------------------------
@@ -653,7 +695,7 @@ Init ==
     /\ tokenCurrent = [n \in Nodes |-> TRUE]   \* empty token: expects the sentinel
     /\ local = [n \in Nodes |-> EmptyState]
     /\ dirty = [n \in Nodes |-> FALSE]
-    /\ fresh = [n \in Nodes |-> FALSE]
+    /\ fresh = [n \in Nodes |-> 0]
     /\ pc = [n \in Nodes |-> "idle"]
     /\ op = [n \in Nodes |-> "none"]
     /\ opDl = [n \in Nodes |-> 0]
@@ -688,12 +730,12 @@ Spec == Init /\ [][Next]_vars
 \* Under ElasticAgent the agent of a returned node polls num_nodes_waiting()
 \* at least once a tick (torch: every monitor_interval, 0.1 s by default) and
 \* restarts at once when it sees a waiting node.
-AgentPolls(n) == ElasticAgent /\ pc[n] = "idle" /\ result[n] = "ok" /\ ~fresh[n]
+AgentPolls(n) == ElasticAgent /\ pc[n] = "idle" /\ result[n] = "ok" /\ fresh[n] = 0
 AgentRestarts(n) == ElasticAgent /\ pc[n] = "idle" /\ result[n] = "ok" /\ AgentSeesWaiting(n)
 
 Busy(n) ==
     \/ pc[n] \in {"sync", "decide"}
-    \/ pc[n] = "sleep" /\ ~fresh[n]
+    \/ pc[n] = "sleep" /\ fresh[n] < CacheTicks
     \/ pc[n] = "idle" /\ result[n] = "timeout"
     \/ pc[n] = "idle" /\ result[n] = "ok" /\ HeartbeatDue(n)
     \/ AgentPolls(n) \/ AgentRestarts(n)
@@ -740,7 +782,7 @@ TypeOK ==
     /\ \A n \in Nodes :
         /\ tokenCurrent[n] \in BOOLEAN
         /\ IsState(local[n])
-        /\ dirty[n] \in BOOLEAN /\ fresh[n] \in BOOLEAN
+        /\ dirty[n] \in BOOLEAN /\ fresh[n] \in 0..CacheTicks
         /\ pc[n] \in {"idle", "sync", "decide", "sleep", "stopped", "crashed"}
         /\ op[n] \in {"none", "exit", "join", "close", "keepalive"}
         /\ opDl[n] \in OpDeadlineFloor..MaxOf(JoinTimeout, MaxOf(CloseTimeout, HeartbeatTimeout))

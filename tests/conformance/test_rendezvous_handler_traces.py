@@ -196,17 +196,30 @@ def test_merge_refuses_records_that_contradict_the_store(tmp_path: Path) -> None
     _threads(2, tmp_path)
     lines = (tmp_path / "raw.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
-    won = next(i for i, r in enumerate(records) if r["event"]["event"] == "SyncWriteWon")
-    later = next(
-        i for i, r in enumerate(records) if i > won and r["event"]["event"] == "SyncWriteWon"
-    )
-    records[later]["token"] = records[won]["token"]  # a "new" write of an old version
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    writes = [i for i, r in enumerate(records) if r["event"]["event"] == "SyncWriteWon"]
     nodes = [NodeDesc(f"10.0.0.{8 + i}", 7, i) for i in range(2)]
     header = handler_header(_settings(2), nodes, TICK)
-    with pytest.raises(TraceMergeError, match=r"bad.jsonl:\d+: a won write of token"):
-        merge([bad], header, tmp_path / "out.ndjson")
+
+    def merged(edited: list[dict[str, object]], name: str) -> None:
+        path = tmp_path / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in edited), encoding="utf-8")
+        merge([path], header, tmp_path / "out.ndjson")
+
+    # A "new" write of a version older than the latest: refused at that write.
+    old = [dict(r) for r in records]
+    old[writes[2]]["token"] = old[writes[0]]["token"]
+    with pytest.raises(TraceMergeError, match=r"old.jsonl:\d+: a won write of token"):
+        merged(old, "old.jsonl")
+    # A won write that leaves the latest version (set_state's success when the store already
+    # holds exactly the bytes written, CasMatches(n) \/ store = local[n]) is a store history...
+    records.insert(writes[1] + 1, {**records[writes[1]], "stamp": records[writes[1]]["stamp"] + 1})
+    merged(records, "same.jsonl")
+    # ... but a read must still see the latest version.
+    stale = [dict(r) for r in records]
+    read = next(i for i, r in enumerate(stale) if r["event"]["event"] == "SyncRead")
+    stale[read]["token"] = "elsewhere"
+    with pytest.raises(TraceMergeError, match=r"stale.jsonl:\d+: SyncRead saw token"):
+        merged(stale, "stale.jsonl")
 
 
 def test_header_names_a_setting_that_is_not_whole_ticks() -> None:

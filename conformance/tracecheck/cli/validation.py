@@ -127,6 +127,11 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
+    # torch's own handler (tracecheck campaign torch-rendezvous), not a protocol's simulator
+    from tracecheck.cli.torchcampaign import TORCH_CAMPAIGN, cmd_torch_campaign  # noqa: PLC0415
+
+    if args.protocol == TORCH_CAMPAIGN:
+        return cmd_torch_campaign(args, console)
     toolchain()
     console.print(
         f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."

@@ -9,9 +9,10 @@ from the table the checker runs on and cannot drift from it.
 
 from __future__ import annotations
 
+import json
 import re
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 
 from tracecheck.protocols.mapping import NODE, ProtocolMap
 
@@ -42,6 +43,10 @@ class Contract(BaseModel):
     module: str
     #: Header ``settings`` keys the spec's constants are built from.
     settings: tuple[str, ...]
+    #: Of those, the ones a trace may leave out, with their value then (JSON).
+    setting_defaults: dict[str, JsonValue] = {}
+    #: What the contract says beyond the table (e.g. how time is observed).
+    notes: tuple[str, ...] = ()
     #: Spec constant -> TLA+ template over ``{nodes}`` and ``{settings[...]}``.
     constants: dict[str, str]
     #: True when some constants are computed from the traces themselves (e.g. id bounds).
@@ -63,6 +68,8 @@ def contract_of(mapping: ProtocolMap) -> Contract:
         protocol=mapping.protocol,
         module=mapping.module,
         settings=tuple(settings),
+        setting_defaults=dict(mapping.setting_defaults),
+        notes=mapping.notes,
         constants=dict(mapping.constants),
         derived_constants=mapping.derive is not None,
         events=tuple(
@@ -93,6 +100,9 @@ def contract_markdown(c: Contract) -> str:
         f'Header: `"protocol": "{c.protocol}"`, `nodes` (the spec\'s node set), and `settings` '
         f"with {_code(list(c.settings))}.",
     ]
+    if c.setting_defaults:
+        optional = ", ".join(f"`{k}` = `{json.dumps(v)}`" for k, v in c.setting_defaults.items())
+        out.append(f"Settings a trace may leave out, and their value then: {optional}.")
     if c.derived_constants:
         out.append("Some constants (bounds) are computed from the traces themselves.")
     if c.event_schema:
@@ -107,6 +117,11 @@ def contract_markdown(c: Contract) -> str:
         params = ", ".join("node" if p == NODE else p for p in e.params)
         post = "<br>".join(f"`{k}` = `{_cell(v)}`" for k, v in e.post.items()) or "—"
         out.append(f"| `{e.event}` | ({params}) | {_code(list(e.args))} | {post} |")
+    if c.notes:
+        out += ["", "### Beyond the table", ""]
+        for note in c.notes:
+            out += [note, ""]
+        out.pop()
     if c.hidden:
         out += ["", "Spec actions never logged:", ""]
         out += [f"- `{name}`: {reason}" for name, reason in sorted(c.hidden.items())]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from tracecheck.traces.load import Trace
 
@@ -55,6 +55,12 @@ class ProtocolMap(BaseModel):
     #: Spec constants as TLA+ expressions; ``{nodes}`` is the header's nodes as a set of strings,
     #: ``{settings[name]}`` a header setting rendered as TLA+.
     constants: Mapping[str, str] = Field(default_factory=dict)
+    #: Header settings a trace may leave out, with the value (as JSON, like a header's) they
+    #: then take: knobs whose default is what most implementations do.
+    setting_defaults: Mapping[str, JsonValue] = Field(default_factory=dict)
+    #: What the trace contract says beyond the table (e.g. how time is observed), one
+    #: paragraph each; ``tracecheck contract`` prints them.
+    notes: tuple[str, ...] = ()
     actions: tuple[ActionMap, ...]
     #: Spec actions that are never logged, each with the reason.
     hidden: Mapping[str, str] = Field(default_factory=dict)

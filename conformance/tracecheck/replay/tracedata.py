@@ -181,7 +181,7 @@ def header_constants(header: TraceHeader, source: str, mapping: ProtocolMap) -> 
     """:func:`constants_for` from a trace's header alone (``source`` names it in errors)."""
     nodes = format_value(frozenset(header.nodes))
     settings: dict[str, str] = {}
-    for k, v in header.settings.items():
+    for k, v in {**mapping.setting_defaults, **header.settings}.items():
         try:
             settings[k] = tla_text(v, f"header.settings.{k}")
         except JsonValueError as exc:

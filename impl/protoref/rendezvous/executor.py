@@ -171,8 +171,9 @@ class NodeRunner:
             self.view = View(s.round, dict(s.participants))
 
     def _stop(self, result: Result) -> None:
+        # The holder keeps its copy, token and read cache, as torch's does: is_closed() after
+        # a RendezvousClosedError answers from them (the spec's Stop under ReadOnlySyncs).
         self.pc, self.op, self.result = Pc.STOPPED, None, result
-        self.holder.reset()
 
     def crash(self, now: float) -> None:
         """``Crash``: the node stops acting; its entries stay in the store."""

@@ -130,12 +130,15 @@ class HandlerTracer:
             assert got is not None
             store_state = decode_state(got.value, holder.key, holder.settings.run_id)
         ev = make_event(event, runner, 1, 1, now=now, store_state=store_state, tick=self.tick)
-        record = {
-            "stamp": time.monotonic_ns(),
-            "tick": round(now / self.tick),
-            "token": holder.token,
-            "event": ev.model_dump(mode="json"),
-        }
+        self.record(ev.model_dump(mode="json"), round(now / self.tick), holder.token)
+
+    def record(self, event: dict[str, Any], tick: int, token: int | str | None) -> None:
+        """One step's raw record, from any observed handler (this package's, or torch's through
+        :mod:`protoref.torch.observe`): the event (its ``seq`` and ``lamport`` are renumbered by
+        :func:`merge`), the tick it happened at, and the store token the node holds after it
+        (any value that changes with every write: a version number, a digest of the value).
+        Called under the step lock."""
+        record = {"stamp": time.monotonic_ns(), "tick": tick, "token": token, "event": event}
         with self._thread_lock:
             self._raw.write(json.dumps(record) + "\n")
             self._raw.flush()
@@ -156,20 +159,26 @@ def _records(raws: Sequence[Path]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: r["stamp"])
 
 
-def _check_token(rec: dict[str, Any], latest: int | None, seen: set[int]) -> int | None:
+def _check_token(
+    rec: dict[str, Any], latest: int | str | None, seen: set[int | str]
+) -> int | str | None:
     """The store token after ``rec``; raises if it does not fit the store's history.
 
     A store's tokens only promise to change with every write (the file store counts 1, 2, ...;
-    etcd's are global revisions), so a won write must bring a token not seen before.
+    etcd's are global revisions; torch's C10d backend's token is the stored value, recorded as a
+    digest), so a won write must bring a token not seen before, or be the write of exactly the
+    value the store already holds (a lost compare-and-set that set_state reports as success,
+    the spec's ``store = local[n]``: nothing changed).
     """
     name, token = rec["event"]["event"], rec["token"]
     if name == "SyncWriteWon":
-        if token is None or token in seen:
+        if token is None or (token in seen and token != latest):
             raise TraceMergeError(
                 f"{rec['where']}: a won write of token {token}, which is not a new version"
             )
-        seen.add(int(token))
-        return int(token)
+        new: int | str = token
+        seen.add(new)
+        return new
     if name in _STORE_SYNCS and token != latest:
         raise TraceMergeError(f"{rec['where']}: {name} saw token {token}, the store held {latest}")
     return latest
@@ -180,8 +189,9 @@ def merge(raws: Sequence[Path | str], header: TraceHeader, out: Path | str) -> i
     records = _records([Path(p) for p in raws])
     lines = [encode_line(header)]
     seqs: dict[str, int] = {}
-    lamport, latest = 0, None
-    seen: set[int] = set()
+    lamport = 0
+    latest: int | str | None = None
+    seen: set[int | str] = set()
     current = records[0]["tick"] if records else 0
 
     def emit(event: dict[str, Any]) -> None:

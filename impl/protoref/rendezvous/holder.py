@@ -91,7 +91,7 @@ class StateHolder:
         self.last_sync = None
 
     def reset(self) -> None:
-        """The node stopped or crashed: forget the copy (the spec's ``Stop`` / ``Crash``)."""
+        """The node crashed: forget the copy (the spec's ``Crash``)."""
         self.state = EMPTY_STATE
         self.dirty = False
         self.last_sync = None

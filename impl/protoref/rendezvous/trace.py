@@ -122,7 +122,7 @@ _TYPES: Final[dict[str, Any]] = {
 _START = ("pc", "op", "opDl")
 _SYNC = ("local", "dirty", "fresh", "pc")
 _APPLY = ("local", "dirty", "pc")
-_STOP = ("pc", "op", "opDl", "result", "local", "fresh")
+_STOP = ("pc", "op", "opDl", "result")  # the copy, token and read cache stay
 
 #: Event name -> the post-state fields it logs (the spec variables the action changes, but
 #: ``tokenCurrent``).
@@ -149,7 +149,7 @@ POST_FIELDS: Final[dict[str, tuple[str, ...]]] = {
     "ErrorClosed": _STOP,
     "GracefulExit": _STOP,
     "ErrorTimeout": ("pc", "op", "opDl", "result"),
-    "Crash": ("pc", "op", "opDl", "local", "dirty", "fresh"),
+    "Crash": (),  # the node is gone: nothing of it is observed
     "ReadOnlySync": ("local", "fresh"),
 }
 
