@@ -22,7 +22,15 @@ from tracecheck.campaigns.bench import (
     write_block,
     write_marked,
 )
-from tracecheck.cli.common import DEFAULT_SPEC_ROOT, got, live_progress, num, parse_workers
+from tracecheck.cli.common import (
+    DEFAULT_SPEC_ROOT,
+    got,
+    live_progress,
+    num,
+    parse_workers,
+    positive,
+    positive_float,
+)
 from tracecheck.runner.manifest import (
     ModelCheck,
     load_manifest,
@@ -48,7 +56,9 @@ def add_check(sub: Any) -> None:
         help="which models to run (default: quick; --model ignores it)",
     )
     check.add_argument("--workers", help="override the manifest's workers (a number or auto)")
-    check.add_argument("--timeout", type=float, help="seconds per model before TLC is killed")
+    check.add_argument(
+        "--timeout", type=positive_float, help="seconds per model before TLC is killed"
+    )
     check.add_argument("--record", action="store_true", help="write the figures back")
     check.add_argument("--list", action="store_true", help="list the selected models, run none")
     check.add_argument("--json", action="store_true", help="print results as JSON")
@@ -64,12 +74,17 @@ def add_bench(sub: Any) -> None:
     bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
     bench.add_argument("--model", action="append", help="only these models (and the ceiling)")
     bench.add_argument(
-        "--tv-runs", type=int, default=100, help="RRef traces for the trace-validation figures"
+        "--tv-runs",
+        type=positive("--tv-runs", least=0),
+        default=100,
+        help="RRef traces for the trace-validation figures (0: none)",
     )
-    bench.add_argument("--tv-steps", type=int, default=1440, help="workload steps per trace")
+    bench.add_argument(
+        "--tv-steps", type=positive("--tv-steps"), default=1440, help="workload steps per trace"
+    )
     bench.add_argument(
         "--tv-long-steps",
-        type=int,
+        type=positive("--tv-long-steps"),
         default=100_000,
         help="steps of the long trace (about 100,400 events)",
     )
@@ -109,7 +124,8 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
         if not args.json:
             _print_check_line(console, check)
     if args.json:
-        print(json.dumps([c.model_dump(mode="json") for c in checks], indent=2))
+        # the manifest's own field names ("class", not the Python attribute)
+        print(json.dumps([c.model_dump(mode="json", by_alias=True) for c in checks], indent=2))
     else:
         console.print(_check_table(checks))
     if args.record:
@@ -142,8 +158,11 @@ def _print_check_line(console: Console, check: ModelCheck) -> None:
 def _check_table(checks: list[ModelCheck]) -> Table:
     table = Table(title="TLC models against the manifest")
     for column in ("protocol", "model", "class", "expected", "got", "distinct", "depth", "s"):
+        # fold, not "…": a narrow terminal wraps a model's name instead of cutting it
         table.add_column(
-            column, justify="right" if column in {"distinct", "depth", "s"} else "left"
+            column,
+            justify="right" if column in {"distinct", "depth", "s"} else "left",
+            overflow="fold",
         )
     table.add_column("")
     for c in checks:
@@ -170,15 +189,23 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
         checks = run_bench(
             manifest, workers, on_progress, lambda c: _print_check_line(console, c), args.model
         )
-    block = bench_table(checks, workers)
-    write_block(args.out, block)
+    console.print(_check_table(checks))
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        # A benchmark never writes a failed run into the docs: the previous figures stay.
+        names = ", ".join(f"{c.protocol}/{c.entry.name}" for c in failed)
+        console.print(
+            f"[red]{len(failed)} model(s) not as expected ({names}): {args.out} unchanged[/]"
+        )
+        return 1
+    write_block(args.out, bench_table(checks, workers))
+    console.print(f"wrote the models' table into {args.out}")
     if args.tv_runs:
         console.print(f"trace validation: {args.tv_runs} RRef traces, batch vs one run each")
         tv = trace_validation_table(args.spec_root, args.tv_runs, args.tv_steps, args.tv_long_steps)
         write_marked(args.out, tv, TV_START, TV_END)
-    console.print(_check_table(checks))
-    console.print(f"wrote the table into {args.out}")
-    return 0 if all(c.ok for c in checks) else 1
+        console.print(f"wrote the trace-validation table into {args.out}")
+    return 0
 
 
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from tracecheck.campaigns.campaign import keep_campaign, run_campaign
-from tracecheck.cli.common import ARTIFACTS_HELP, DEFAULT_SPEC_ROOT
+from tracecheck.cli.common import ARTIFACTS_HELP, DEFAULT_SPEC_ROOT, positive
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.artifacts import keep_failures
@@ -55,9 +55,11 @@ def add_campaign(sub: Any) -> None:
         "campaign", help="simulate N seeded runs of an implementation and validate every trace"
     )
     campaign.add_argument("protocol", help="e.g. rref")
-    campaign.add_argument("--runs", type=int, default=20)
+    campaign.add_argument("--runs", type=positive("--runs"), default=20)
     campaign.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
-    campaign.add_argument("--steps", type=int, default=150, help="workload steps per run")
+    campaign.add_argument(
+        "--steps", type=positive("--steps"), default=150, help="workload steps per run"
+    )
     campaign.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     campaign.add_argument("--out", type=Path, help="keep the traces in this folder")
     campaign.add_argument(
@@ -74,9 +76,13 @@ def add_simtraces(sub: Any) -> None:
     sim = sub.add_parser(
         "simtraces", help="write traces of TLC's random simulation of RRef and validate them"
     )
-    sim.add_argument("--runs", type=int, default=5, help="behaviours, one TLC run each")
+    sim.add_argument(
+        "--runs", type=positive("--runs"), default=5, help="behaviours, one TLC run each"
+    )
     sim.add_argument("--seed", type=int, default=1, help="TLC's seed of the first run")
-    sim.add_argument("--depth", type=int, default=40, help="events per behaviour (at most)")
+    sim.add_argument(
+        "--depth", type=positive("--depth"), default=40, help="events per behaviour (at most)"
+    )
     sim.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
     sim.add_argument("--out", type=Path, required=True, help="folder for the trace files")
     sim.set_defaults(func=_cmd_simtraces)
@@ -128,10 +134,11 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
 
 def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
     toolchain()
-    console.print(
-        f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
-        f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
-    )
+    if not args.json:  # --json prints the JSON and nothing else
+        console.print(
+            f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
+            f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
+        )
     result = run_campaign(
         args.protocol,
         args.runs,

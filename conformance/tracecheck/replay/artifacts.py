@@ -97,7 +97,8 @@ def _report_text(
     report: ValidationReport, coverage: CoverageSummary | None, witness: WitnessReport | None
 ) -> str:
     buffer = io.StringIO()
-    console = Console(file=buffer, width=120, highlight=False, soft_wrap=True, color_system=None)
+    # wide: a report's tables are never cut (soft_wrap keeps long lines whole)
+    console = Console(file=buffer, width=4096, highlight=False, soft_wrap=True, color_system=None)
     print_report(console, report, coverage)
     if witness is not None:
         print_witness(console, witness)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -30,6 +30,7 @@ __all__ = [
     "ProtocolManifest",
     "Recorded",
     "compare",
+    "entry_for",
     "load_manifest",
     "models_markdown",
     "options_for",
@@ -77,7 +78,7 @@ class ModelEntry(BaseModel):
     expect: Expect
     violates: str | None = None
     check_deadlock: bool = True
-    workers: int | Literal["auto"] = 1
+    workers: Annotated[int, Field(ge=1)] | Literal["auto"] = 1
     timeout: float | None = Field(default=None, gt=0)
     issue: str | None = None
     description: str = Field(min_length=1)
@@ -162,9 +163,28 @@ def load_manifest(root: Path) -> Manifest:
     return Manifest(root=root, protocols=protocols)
 
 
+def entry_for(spec: Path, cfg: Path | None) -> ModelEntry | None:
+    """The manifest entry of the model ``spec`` with ``cfg`` (default: the module's own cfg),
+    from the ``models.json`` beside the module, or None when no entry names that pair."""
+    path = spec.resolve().parent / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    cfg_name = (cfg or spec.with_suffix(".cfg")).resolve()
+    for entry in _load_one(path).models:
+        if entry.module == spec.name and (path.parent / entry.cfg).resolve() == cfg_name:
+            return entry
+    return None
+
+
 def _load_one(path: Path) -> ProtocolManifest:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(
+            f"{path}: not UTF-8 text: byte {exc.start} ({exc.object[exc.start]:#04x}): {exc.reason}"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise ManifestError(f"{path}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
     try:
