@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from rich.markup import escape
 
 from tracecheck.cli import models, tlc, validation
-from tracecheck.cli.common import make_console
+from tracecheck.cli.common import make_console, spec_root_of
 from tracecheck.errors import TracecheckError
 from tracecheck.runner.tlc import resume, stop_all
 
@@ -41,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = make_console()
     try:
         with _stopping_tlc_on_signals():
+            spec_root_of(args)
             code: int = args.func(args, console)
     except _Signalled as exc:
         make_console(stderr=True).print(

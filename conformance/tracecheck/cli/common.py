@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress as RichProgress
@@ -14,11 +13,12 @@ from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from tracecheck.errors import TracecheckError
 from tracecheck.runner.results import Progress, TLCResult, Verdict
+from tracecheck.runner.specs import default_spec_root
 from tracecheck.runner.tlc import ProgressCallback
 
 __all__ = [
     "ARTIFACTS_HELP",
-    "DEFAULT_SPEC_ROOT",
+    "SPEC_ROOT_HELP",
     "got",
     "live_progress",
     "make_console",
@@ -26,9 +26,16 @@ __all__ = [
     "parse_workers",
     "positive",
     "positive_float",
+    "spec_root_of",
 ]
 
-DEFAULT_SPEC_ROOT = Path("spec")
+SPEC_ROOT_HELP = "the folder of the TLA+ specs (default: those installed with tracecheck)"
+
+
+def spec_root_of(args: argparse.Namespace) -> None:
+    """Resolve ``args.spec_root`` when the command has one and it was not given."""
+    if getattr(args, "spec_root", False) is None:
+        args.spec_root = default_spec_root()
 
 
 ARTIFACTS_HELP = (

@@ -23,7 +23,7 @@ from tracecheck.campaigns.bench import (
     write_marked,
 )
 from tracecheck.cli.common import (
-    DEFAULT_SPEC_ROOT,
+    SPEC_ROOT_HELP,
     got,
     live_progress,
     num,
@@ -31,6 +31,7 @@ from tracecheck.cli.common import (
     positive,
     positive_float,
 )
+from tracecheck.errors import TracecheckError
 from tracecheck.runner.manifest import (
     ModelCheck,
     load_manifest,
@@ -45,7 +46,7 @@ __all__ = ["add_bench", "add_check", "add_docs"]
 
 def add_check(sub: Any) -> None:
     check = sub.add_parser("check", help="run the manifest's models and compare TLC's verdicts")
-    check.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    check.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     check.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
     check.add_argument("--model", action="append", help="only this model (repeatable)")
     check.add_argument(
@@ -69,9 +70,9 @@ def add_bench(sub: Any) -> None:
     bench = sub.add_parser(
         "bench", help="run the deep models with the TLC ceiling; write docs/performance.md"
     )
-    bench.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    bench.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     bench.add_argument("--workers", default="auto", help="a number or auto (default auto)")
-    bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
+    bench.add_argument("--out", type=Path, help="default: docs/performance.md beside the spec root")
     bench.add_argument("--model", action="append", help="only these models (and the ceiling)")
     bench.add_argument(
         "--tv-runs",
@@ -93,8 +94,8 @@ def add_bench(sub: Any) -> None:
 
 def add_docs(sub: Any) -> None:
     docs = sub.add_parser("docs", help="write docs/models.md: the manifest as tables")
-    docs.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
-    docs.add_argument("--out", type=Path, default=Path("docs/models.md"))
+    docs.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
+    docs.add_argument("--out", type=Path, help="default: docs/models.md beside the spec root")
     docs.set_defaults(func=_cmd_docs)
 
 
@@ -181,7 +182,16 @@ def _check_table(checks: list[ModelCheck]) -> Table:
     return table
 
 
+def _docs_file(args: argparse.Namespace, name: str) -> Path:
+    """``--out``, or the checkout's ``docs/<name>`` (beside its ``spec/``), from any folder."""
+    out: Path = args.out or args.spec_root.resolve().parent / "docs" / name
+    if not out.parent.is_dir():
+        raise TracecheckError(f"no folder {out.parent} for {out.name}; pass --out")
+    return out
+
+
 def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
+    args.out = _docs_file(args, "performance.md")
     manifest = load_manifest(args.spec_root)
     toolchain()
     workers = parse_workers(args.workers)
@@ -209,6 +219,7 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
 
 
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:
+    args.out = _docs_file(args, "models.md")
     manifest = load_manifest(args.spec_root)
     args.out.write_text(models_markdown(manifest), encoding="utf-8")
     console.print(f"wrote {args.out}")

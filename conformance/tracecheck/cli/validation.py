@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from tracecheck.campaigns.campaign import keep_campaign, run_campaign
-from tracecheck.cli.common import ARTIFACTS_HELP, DEFAULT_SPEC_ROOT, positive
+from tracecheck.cli.common import ARTIFACTS_HELP, SPEC_ROOT_HELP, positive
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.artifacts import keep_failures
@@ -32,7 +32,7 @@ def add_validate(sub: Any) -> None:
         "validate", help="check implementation traces against their protocol's spec with TLC"
     )
     validate.add_argument("traces", type=Path, nargs="+", help="trace files (JSON lines)")
-    validate.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    validate.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     validate.add_argument(
         "--mapping", help="a protocol name or module:NAME of a ProtocolMap (default: header's)"
     )
@@ -60,7 +60,7 @@ def add_campaign(sub: Any) -> None:
     campaign.add_argument(
         "--steps", type=positive("--steps"), default=150, help="workload steps per run"
     )
-    campaign.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    campaign.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     campaign.add_argument("--out", type=Path, help="keep the traces in this folder")
     campaign.add_argument(
         "--invariants",
@@ -83,7 +83,7 @@ def add_simtraces(sub: Any) -> None:
     sim.add_argument(
         "--depth", type=positive("--depth"), default=40, help="events per behaviour (at most)"
     )
-    sim.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    sim.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     sim.add_argument("--out", type=Path, required=True, help="folder for the trace files")
     sim.set_defaults(func=_cmd_simtraces)
 
