@@ -25,14 +25,40 @@ $(STAMP): pyproject.toml
 .PHONY: setup
 setup: $(STAMP) ## create .venv and install the project with its test tools (idempotent)
 
+# System tools the two commands need, found where tracecheck and the tests look for them; a
+# machine without them stops here with the command that installs them (`make deps` runs it).
+APT_DEPS := default-jdk-headless etcd-server
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo )
+DEPS_HINT := run 'make deps', which runs '$(SUDO)apt-get install -y $(APT_DEPS)'
+JAVA_BIN = $(or $(JAVA),$(if $(JAVA_HOME),$(JAVA_HOME)/bin/java),$(shell command -v java))
+JAVAC_BIN = $(or $(if $(JAVA_HOME),$(wildcard $(JAVA_HOME)/bin/javac)),$(shell command -v javac))
+ETCD_BIN = $(or $(PROTOREF_ETCD),$(wildcard /usr/bin/etcd),$(shell command -v etcd))
+
+.PHONY: need-java
+need-java:
+	@test -n "$(JAVA_BIN)" && "$(JAVA_BIN)" -version >/dev/null 2>&1 || { \
+	  echo "TLC needs Java 11+, and none was found (JAVA, JAVA_HOME, PATH): $(DEPS_HINT)" >&2; exit 1; }
+
+.PHONY: need-test-tools
+need-test-tools: need-java
+	@test -n "$(JAVAC_BIN)" || { echo "the tests compile tracecheck's trace reader with javac (a JDK, not a JRE): $(DEPS_HINT)" >&2; exit 1; }
+	@test -n "$(ETCD_BIN)" && test -x "$(ETCD_BIN)" || { \
+	  echo "the etcd store's tests run etcd 3.4+ (PROTOREF_ETCD, /usr/bin/etcd, PATH): $(DEPS_HINT)" >&2; exit 1; }
+
+.PHONY: deps
+deps: ## install the system tools: a JDK (TLC, the trace reader) and etcd (tests), with apt-get
+	@command -v apt-get >/dev/null || { echo "no apt-get: install a JDK 11+ and etcd 3.4+ with your system's package manager" >&2; exit 1; }
+	$(SUDO)apt-get update -qq
+	$(SUDO)env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_DEPS)
+
 .PHONY: check
-check: setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
+check: need-java setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
 
 .PHONY: test
-test: setup lint ## lint, type-check, then run the test suite (real TLC runs)
+test: need-test-tools setup lint ## lint, type-check, then run the test suite (real TLC runs)
 	$(BIN)/pytest
 
 .PHONY: lint
