@@ -79,12 +79,14 @@ GOLDENS = tuple(_read(name) for name in SCENARIOS)
 
 
 def _trace(golden: Golden, events: Sequence[Event], label: str) -> Trace:
-    """A well-formed trace file of ``events``: per-node ``seq`` renumbered in file order."""
+    """A well-formed trace file of ``events``: per-node ``seq`` renumbered in file order, and
+    Lamport clocks too (the file's position), so that what the mutant claims about its order
+    is consistent and only the spec decides it (the clocks are checked on their own)."""
     seqs: dict[str, int] = {}
     lines = [json.dumps(golden.header)]
-    for event in events:
+    for position, event in enumerate(events, start=1):
         seqs[event["node"]] = seqs.get(event["node"], 0) + 1
-        lines.append(json.dumps({**event, "seq": seqs[event["node"]]}))
+        lines.append(json.dumps({**event, "seq": seqs[event["node"]], "lamport": position}))
     return parse_trace_lines(lines, f"{golden.name}:{label}")
 
 

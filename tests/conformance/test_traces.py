@@ -15,7 +15,14 @@ from hypothesis import strategies as st
 from support.ledger import GOOD, event, header
 from tracecheck.tla.values import Record, TLAFunction, format_value
 from tracecheck.traces.jsonvalue import JsonValueError, from_json, tla_text
-from tracecheck.traces.load import TraceFormatError, load_trace, merge_traces, parse_trace_lines
+from tracecheck.traces.load import (
+    MAX_LINE,
+    TraceFormatError,
+    load_trace,
+    merge_traces,
+    parse_trace_lines,
+    peek_trace,
+)
 
 
 def _write(path: Path, lines: list[object], *, newline: bool = True) -> Path:
@@ -31,6 +38,32 @@ def test_loads_header_and_events(tmp_path: Path) -> None:
     assert trace.lines == (2, 3, 4)
 
 
+V4 = header(schema_version=4)
+
+
+def test_a_finished_run_ends_with_its_last_seqs(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.ndjson", [V4, *GOOD, {"kind": "end", "seqs": {"a": 2, "b": 1}}])
+    trace = load_trace(path)
+    assert trace.finished
+    assert trace.end is not None
+    assert trace.end.seqs == {"a": 2, "b": 1}
+    assert len(trace.events) == 3
+    unfinished = load_trace(_write(tmp_path / "u.ndjson", [V4, *GOOD]))
+    assert not unfinished.finished
+
+
+def test_a_line_too_long_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    huge = GOOD[0] | {"args": {"a": "x" * (MAX_LINE + 10)}}
+    path = _write(tmp_path / "t.ndjson", [header(), huge])
+    with pytest.raises(TraceFormatError, match="characters \\(at most 4,194,304\\)") as caught:
+        load_trace(path)
+    assert caught.value.line == 2
+    assert len(str(caught.value)) < 300  # the line itself is not echoed
+    first = _write(tmp_path / "h.ndjson", [header(seed="y" * (MAX_LINE + 10)), GOOD[0]])
+    with pytest.raises(TraceFormatError, match="a line of more than"):
+        peek_trace(first)
+
+
 @pytest.mark.parametrize(
     ("lines", "where", "problem"),
     [
@@ -38,7 +71,7 @@ def test_loads_header_and_events(tmp_path: Path) -> None:
         ([header()], 1, "header but no events"),
         ([GOOD[0]], 1, "the first line must be the header"),
         ([header(), "{not json"], 2, "bad JSON"),
-        ([header(schema_version=4), GOOD[0]], 1, "schema_version: 4 is not supported"),
+        ([header(schema_version=5), GOOD[0]], 1, "schema_version: 5 is not supported"),
         ([header(schema_version=True), GOOD[0]], 1, "schema_version: True is not supported"),
         ([header(), GOOD[0] | {"event": "lower"}], 2, "field event: String should match"),
         (
@@ -50,6 +83,18 @@ def test_loads_header_and_events(tmp_path: Path) -> None:
         ([header(), GOOD[0] | {"extra": 1}], 2, "field extra: Extra inputs"),
         ([header(), GOOD[0], GOOD[0]], 3, "jumps to 1, expected 2"),
         ([header(), header(), GOOD[0]], 2, "a second header"),
+        # schema 4: the end line and sent_by
+        ([header(), GOOD[0], {"kind": "end", "seqs": {"a": 1}}], 3, "needs schema_version 4"),
+        ([header(), GOOD[0] | {"sent_by": ["a", 1]}], 2, "sent_by: needs schema_version 4"),
+        (
+            [V4, *GOOD, {"kind": "end", "seqs": {"a": 2, "b": 2}}],
+            5,
+            "b: 2 said, 1 read (lost lines?)",
+        ),
+        ([V4, *GOOD, {"kind": "end", "seqs": {"a": 2}}], 5, "nodes logged but not named: ['b']"),
+        ([V4, GOOD[0], {"kind": "end", "seqs": {"a": 1}}, GOOD[1]], 4, "a line after the end"),
+        ([V4, GOOD[0], {"kind": "end"}], 3, "field seqs: Field required"),
+        ([V4, GOOD[0] | {"sent_by": ["a"]}], 2, "field sent_by"),
     ],
 )
 def test_malformed_traces_name_line_and_field(

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.tla.values import format_value
 from tracecheck.traces.load import Trace
 
 __all__ = ["RENDEZVOUS", "simulate"]
@@ -92,7 +93,7 @@ def _node_index(traces: Sequence[Trace]) -> Mapping[str, str]:
     """NodeIndex: a node's position in the header's nodes (sorted in the _NodeDesc order).
     Traces batch only when their node sets agree, so the first header speaks for all."""
     nodes = traces[0].header.nodes
-    body = " @@ ".join(f'"{n}" :> {i}' for i, n in enumerate(nodes))
+    body = " @@ ".join(f"{format_value(n)} :> {i}" for i, n in enumerate(nodes))
     return {"NodeIndex": f"({body})"}
 
 
@@ -110,12 +111,14 @@ RENDEZVOUS = ProtocolMap(
     derive=_node_index,
     event_schema="protoref.rendezvous.trace:EVENT_ADAPTER",
     actions=(
-        ActionMap(event="Tick"),
+        # Tick has no acting node: the header's environment actor "clock" logs it.
+        ActionMap(event="Tick", actor="env:clock"),
         *(
-            ActionMap(event=event, params=("n",), post={v: _POST[v] for v in post})
+            ActionMap(event=event, params=("n",), post={v: _POST[v] for v in post}, actor="n")
             for event, post in _TABLE.items()
         ),
     ),
+    arg_kinds={"n": "node"},
 )
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.tla.values import format_value
 from tracecheck.traces.load import Trace
 
 __all__ = ["RREF"]
@@ -149,9 +150,29 @@ def _max_local_ids(traces: Sequence[Trace]) -> Mapping[str, str]:
         for event in trace.events:
             if "nextId" in event.post:
                 top[event.node] = max(top[event.node], int(event.post["nextId"]) - 1)
-    body = " @@ ".join(f'"{w}" :> {n}' for w, n in sorted(top.items()))
+    body = " @@ ".join(f"{format_value(w)} :> {n}" for w, n in sorted(top.items()))
     return {"MaxLocalId": f"({body})"}
 
+
+#: Who takes each step: the worker ``w`` of every worker action; a retry or a lost first
+#: attempt is the sender's (``m.src``); the barrier is the environment actor ``barrier``.
+_ACTOR = {"RetrySend": "m.src", "LoseFirstAttempt": "m.src", "WaitAllWorkers": "env:barrier"}
+
+#: Quiescence of a run that finished (its trace's end line), by name: RRef.tla's state when
+#: the workload is over and every message was handled. A graceful shutdown has destroyed every
+#: context (ShutdownCompletesProp's goal); without one, nothing is left half done.
+QUIESCENCE = {
+    "nothing in flight (net = {})": "net = {}",
+    "no pending user (pendingUsers)": "\\A tvW \\in Workers : pendingUsers[tvW] = {}",
+    "no pending child (pendingChildren)": "\\A tvW \\in Workers : pendingChildren[tvW] = {}",
+    "no fetch outstanding (fetching, pendingOwners)": (
+        "fetching = {} /\\ \\A tvW \\in Workers : pendingOwners[tvW] = {}"
+    ),
+    "no self-remote call pending (selfCalls)": "\\A tvW \\in Workers : selfCalls[tvW] = {}",
+    "every context destroyed after the shutdown barrier (phase)": (
+        'stopping => \\A tvW \\in Workers : phase[tvW] = "destroyed"'
+    ),
+}
 
 RREF = ProtocolMap(
     protocol="rref",
@@ -176,10 +197,26 @@ RREF = ProtocolMap(
     derive=_max_local_ids,
     event_schema="protoref.rref.trace:EVENT_ADAPTER",
     actions=tuple(
-        ActionMap(event=event, params=params, post={v: _SLICE[v] for v in post})
+        ActionMap(
+            event=event,
+            params=params,
+            post={v: _SLICE[v] for v in post},
+            actor=_ACTOR.get(event, "w"),
+            receives="delivered" in post,
+        )
         for event, (params, post) in _TABLE.items()
     ),
     hidden={},
+    arg_kinds={
+        "w": "node",
+        "dst": "node",
+        "r": "id",
+        "f": "id",
+        "c": "id",
+        "parent": "id",
+        "m": "message",
+    },
+    quiescence=QUIESCENCE,
 )
 
 

@@ -168,7 +168,8 @@ def _write_modules(
 
 def rejections(report: ValidationReport, sources: set[str] | None = None) -> str:
     return "; ".join(
-        f"{v.source}: event {v.rejection.index} ({v.rejection.event.event})"
+        f"{v.source}: event {v.rejection.index} "
+        f"({v.rejection.event.event if v.rejection.event else 'end'})"
         for v in report.verdicts
         if v.rejection is not None and (sources is None or v.source in sources)
     )
