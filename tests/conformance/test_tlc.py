@@ -249,3 +249,20 @@ def test_jvm_flags_go_before_the_class_and_reach_java(specs: Path, tmp_path: Pat
     assert bad.verdict is Verdict.CRASH  # the JVM refused the flag: it was passed to it
     good = run_tlc(specs / "Counter.tla", specs / "Counter_pass.cfg", options)
     assert good.verdict is Verdict.SUCCESS
+
+
+def test_tlc_output_is_never_kept_unbounded(tmp_path: Path) -> None:
+    # TLC echoes a value it fails on into its error: a 200,000-character one comes back cut.
+    spec = tmp_path / "Echo.tla"
+    spec.write_text(
+        "---- MODULE Echo ----\nEXTENDS TLC\nVARIABLE x\n"
+        f'Init == x = 0 /\\ Assert(FALSE, "{"y" * 200_000}")\nNext == UNCHANGED x\n====\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "Echo.cfg").write_text("INIT Init\nNEXT Next\n", encoding="utf-8")
+    result = run_tlc(spec)
+    assert result.verdict is Verdict.CRASH
+    assert result.errors
+    assert all(len(e.message) < 5000 for e in result.errors)
+    assert len(result.summary) < 600
+    assert "characters cut" in "".join(e.message for e in result.errors)

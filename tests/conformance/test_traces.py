@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from support.ledger import GOOD, event, header
 from tracecheck.tla.values import Record, TLAFunction, format_value
-from tracecheck.traces.jsonvalue import JsonValueError, from_json, tla_text
+from tracecheck.traces.jsonvalue import MAX_STRING, JsonValueError, from_json, tla_text
 from tracecheck.traces.load import (
     MAX_LINE,
     TraceFormatError,
@@ -274,3 +274,38 @@ def test_the_fast_event_path_builds_what_pydantic_builds(tmp_path: Path) -> None
         assert _plain_event(raw) is None, raw
     bare = {k: v for k, v in base.items() if k not in ("args", "post")}
     assert _plain_event(bare) == _EVENT.validate_python(bare)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("x" * (MAX_STRING + 1), "a string of 65,537 characters (at most 65,536)"),
+        ("a\x00b", "the control character '\\x00'"),
+        ("a\x0bb", "the control character '\\x0b'"),
+    ],
+)
+def test_strings_a_tla_module_cannot_hold_are_refused_with_their_path(
+    value: str, problem: str
+) -> None:
+    for convert in (tla_text, from_json):
+        with pytest.raises(JsonValueError) as caught:
+            convert({"m": {"#set": [value]}}, "args")
+        assert caught.value.path == "args.m.#set[0]"
+        assert problem in caught.value.problem
+        assert len(str(caught.value)) < 300
+    # what TLA+ strings escape passes, and reads back
+    fine = 'tab\t "quote" back\\slash\nnewline'
+    assert from_json(fine) == fine
+    assert tla_text(fine) == format_value(fine)
+
+
+def test_node_names_are_checked_in_the_header(tmp_path: Path) -> None:
+    for nodes, problem in (
+        (["a", ""], "a node name is empty"),
+        (["a", "b\x01"], "control character"),
+        (["a", "n" * 300], "300 characters (at most 256)"),
+    ):
+        path = _write(tmp_path / "t.ndjson", [header(nodes=tuple(nodes)), GOOD[0]])
+        with pytest.raises(TraceFormatError, match="field nodes: a node name is") as caught:
+            load_trace(path)
+        assert problem in str(caught.value)

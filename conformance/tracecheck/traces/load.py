@@ -32,6 +32,7 @@ from protoref.tracing import (
 )
 from tracecheck.errors import TracecheckError
 from tracecheck.nogc import paused_gc
+from tracecheck.traces.jsonvalue import string_problem
 
 __all__ = [
     "MAX_LINE",
@@ -154,6 +155,9 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
     return Trace(source=source, header=header, events=tuple(events), lines=tuple(numbers), end=end)
 
 
+#: The longest node name a header may give.
+MAX_NODE_NAME = 256
+
 #: The longest line a trace may have, in characters: a post-state of thousands of set
 #: elements is a few hundred kilobytes; a line past this is a broken or hostile writer (a
 #: 50 MB argument once crashed TLC and was echoed back as 52 MB of error text).
@@ -214,6 +218,13 @@ def _header(raw: object, source: str, number: int) -> TraceHeader:
         raise TraceFormatError(source, number, _problem(exc)) from exc
     if not header.nodes:
         raise TraceFormatError(source, number, "field nodes: a trace needs at least one node")
+    for field, names in (("nodes", header.nodes), ("environment", header.environment)):
+        for name in names:
+            problem = "empty" if not name else string_problem(name)
+            if problem is None and len(name) > MAX_NODE_NAME:
+                problem = f"{len(name):,} characters (at most {MAX_NODE_NAME})"
+            if problem is not None:
+                raise TraceFormatError(source, number, f"field {field}: a node name is {problem}")
     clash = sorted(set(header.nodes) & set(header.environment))
     if clash:
         raise TraceFormatError(
