@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 
 from tracecheck.campaigns.campaign import keep_campaign, run_campaign
 from tracecheck.cli.common import ARTIFACTS_HELP, SPEC_ROOT_HELP, positive
@@ -41,6 +42,12 @@ def add_validate(sub: Any) -> None:
     )
     validate.add_argument("--no-explain", action="store_true", help="skip the explain pass")
     validate.add_argument(
+        "--explain",
+        type=positive("--explain", least=0),
+        metavar="N",
+        help="explain only the first N rejections (default: every one)",
+    )
+    validate.add_argument(
         "--invariants",
         action="store_true",
         help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
@@ -66,6 +73,14 @@ def add_campaign(sub: Any) -> None:
         "--invariants",
         action="store_true",
         help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+    )
+    campaign.add_argument("--no-explain", action="store_true", help="explain no rejection")
+    campaign.add_argument(
+        "--explain",
+        type=positive("--explain", least=0),
+        default=3,
+        metavar="N",
+        help="explain the first N rejections (default 3; each is one more TLC run)",
     )
     campaign.add_argument("--json", action="store_true")
     campaign.add_argument("--artifacts", type=Path, help=ARTIFACTS_HELP)
@@ -108,9 +123,13 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     explain = not args.no_explain
     if merged:
         traces = merged
-        report = validate_traces(traces, mapping, args.spec_root, explain=explain)
+        report = validate_traces(
+            traces, mapping, args.spec_root, explain=explain, explain_limit=args.explain
+        )
     else:  # each file read as its chunk comes, while TLC checks the previous ones
-        traces, report = validate_files(peeks, mapping, args.spec_root, explain=explain)
+        traces, report = validate_files(
+            peeks, mapping, args.spec_root, explain=explain, explain_limit=args.explain
+        )
     coverage = action_coverage(report, mapping, args.spec_root)
     witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
     kept = keep_failures(
@@ -146,28 +165,56 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
         args.steps,
         args.spec_root,
         out=args.out,
+        explain=not args.no_explain,
+        explain_limit=args.explain,
         invariants=args.invariants,
     )
     witness = result.invariants
     coverage = action_coverage(result.report, load_mapping(args.protocol), args.spec_root)
     kept = keep_campaign(result, args.spec_root, root=args.artifacts)
     if args.json:
-        print(json.dumps(_with_coverage(result, coverage, kept=kept), indent=2))
-    else:
-        print_report(console, result.report, coverage)
-        if witness is not None:
-            print_witness(console, witness)
+        payload = _with_coverage(result, coverage, kept=kept)
+        payload["summary"] = result.summary()
+        print(json.dumps(payload, indent=2))
+        return 0 if result.ok else 1
+    print_report(console, result.report, coverage)
+    if witness is not None:
+        print_witness(console, witness)
+    for failure in result.failures:
+        what = failure.exception or "its trace"
+        console.print(f"[bold red]seed {failure.seed}[/]: {escape(what)}")
+        if failure.unreadable:
+            console.print(f"    its trace has no verdict: {escape(failure.unreadable)}")
+    unexplained = sum(
+        1
+        for v in result.report.verdicts
+        if v.rejection is not None and v.rejection.kind in ("spec", "end") and not v.explanation
+    )
+    if unexplained > 0:
         console.print(
-            f"simulated in {result.simulate_seconds:.1f} s; "
-            + (
-                f"[red]rejected seeds {result.rejected_seeds}[/]"
-                if result.rejected_seeds
-                else "[green]every trace accepted[/]"
-            )
-            + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
+            f"{unexplained} rejection(s) not explained (--explain N explains the first N, "
+            "tracecheck validate TRACE explains one)"
         )
-        _print_kept(console, kept)
-    return 0 if result.report.all_accepted and (witness is None or witness.all_clean) else 1
+    console.print(f"[bold]{escape(result.summary())}[/]")
+    verdict = "[green]every trace accepted[/]"
+    if not result.ok:
+        parts = []
+        if result.rejected_seeds:
+            parts.append(f"rejected seeds {result.rejected_seeds}")
+        if result.raised_seeds:
+            parts.append(f"raised: seeds {result.raised_seeds}")
+        if witness is not None and not witness.all_clean:
+            parts.append("an invariant broke on an accepted behaviour")
+        unreadable = [f.seed for f in result.failures if f.unreadable]
+        if unreadable:
+            parts.append(f"unreadable traces: seeds {unreadable}")
+        verdict = f"[red]{'; '.join(parts)}[/]"
+    console.print(
+        f"simulated in {result.simulate_seconds:.1f} s; {verdict}"
+        + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
+    )
+    _print_kept(console, kept)
+    return 0 if result.ok else 1
 
 
 def _print_kept(console: Console, kept: Path | None) -> None:

@@ -135,4 +135,8 @@ def simulate(seed: int, steps: int, out: Path) -> None:
     config = SimConfig(
         nodes=4, min_nodes=2, max_nodes=3, closers=4, close_after=6, read_only_syncs=True
     )
-    Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)
+    sink = JsonlSink(str(out))
+    try:
+        Simulator(seed, config, sink=sink).run(steps)
+    finally:  # a run that raised keeps what it logged (the campaign validates it)
+        sink.close()

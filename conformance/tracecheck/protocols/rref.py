@@ -247,4 +247,8 @@ def simulate(seed: int, steps: int, out: Path, *, app_weight: float | None = Non
     config = SimConfig(shutdown=True, lose_first_attempts=True)
     if app_weight is not None:
         config = replace(config, app_weight=app_weight)
-    Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)
+    sink = JsonlSink(str(out))
+    try:
+        Simulator(seed, config, sink=sink).run(steps)
+    finally:  # a run that raised keeps what it logged (the campaign validates it)
+        sink.close()
