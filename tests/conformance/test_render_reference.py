@@ -308,12 +308,13 @@ def _assert_renders_as_reference(
     assert with_reader.data_file == tracedata.data_file(lines)
     inline = tracespec.render_batch(traces, mapping, compact=compact, variables=variables)
     assert inline.data_module == tracedata.data_module(traces, lines)
+    ends = [1 if t.finished and mapping.quiescence else 0 for t in traces]
     for rendered in (with_reader, inline):
         assert rendered.trace_module == tracespec._trace_module(
-            mapping, constants, len(traces), plan, nodes
+            mapping, constants, len(traces), plan, nodes, end_steps=ends
         )
         assert rendered.sim_module == tracespec._trace_module(
-            mapping, constants, len(traces), plan, nodes, sim_vars=variables
+            mapping, constants, len(traces), plan, nodes, end_steps=ends, sim_vars=variables
         )
 
 

@@ -119,6 +119,13 @@ RENDEZVOUS = ProtocolMap(
         ),
     ),
     arg_kinds={"n": "node"},
+    # A run finishes when no node is left to act (the simulator's step() has nothing to do):
+    # then the spec, too, has every node stopped or crashed.
+    quiescence={
+        "every node stopped or crashed (pc)": (
+            '\\A tvN \\in Nodes : pc[tvN] \\in {"stopped", "crashed"}'
+        )
+    },
 )
 
 

@@ -41,6 +41,7 @@ from tracecheck.nogc import paused_gc
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.batches import TLC_PROCESSES, GroupRun, chunks
 from tracecheck.replay.claims import Claim, first_false_claim
+from tracecheck.replay.ending import explain_end
 from tracecheck.replay.explain import explain_rejection
 from tracecheck.replay.javareader import reader_classes
 from tracecheck.replay.tlcrun import CheckerError, spec_library, spec_variables
@@ -224,7 +225,8 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
             if explain_limit is not None and explained >= explain_limit:
                 break
             explained += 1
-            explanation = explain_rejection(traces[i], rejection.index, mapping, library, options)
+            explain_one = explain_end if rejection.kind == "end" else explain_rejection
+            explanation = explain_one(traces[i], rejection.index, mapping, library, options)
             runs += 1
             final[i] = verdict.model_copy(update={"explanation": explanation})
     coverage: Counter[str] = Counter(
