@@ -525,7 +525,9 @@ def test_generated_traces_render_as_the_reference(batch: list[list[str]], compac
     def reference() -> object:
         keys, lines, nodes = _ref_lines(traces, SETS, compact=compact)
         constants = tracedata.constants_for(traces[0], SETS)
-        module = tracespec._trace_module(SETS, constants, len(traces), DeltaPlan(keys=keys), nodes)
+        module = tracespec._trace_module(
+            SETS, constants, len(traces), DeltaPlan(keys=keys), nodes, end_steps=[0] * len(traces)
+        )
         return tracedata.data_file(lines), tracedata.data_module(traces, lines), module
 
     assert _outcome(fast) == _outcome(reference)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from tracecheck.cli.common import (
     positive_float,
 )
 from tracecheck.errors import TracecheckError
+from tracecheck.runner.distributed import Distribution
 from tracecheck.runner.manifest import (
     ModelCheck,
     load_manifest,
@@ -63,6 +65,39 @@ def add_check(sub: Any) -> None:
     check.add_argument("--record", action="store_true", help="write the figures back")
     check.add_argument("--list", action="store_true", help="list the selected models, run none")
     check.add_argument("--json", action="store_true", help="print results as JSON")
+    dist = check.add_argument_group(
+        "distributed TLC (tlc2.tool.distributed: a TLCServer and TLCWorkers; models with "
+        "temporal properties run locally, which TLC 2.15's distributed mode does not check)"
+    )
+    dist.add_argument(
+        "--distributed",
+        type=positive("--distributed", least=0),
+        metavar="N",
+        help="run each model on a TLCServer with N TLCWorkers on this machine (0: only workers "
+        "that join from other hosts, with the command printed)",
+    )
+    dist.add_argument(
+        "--worker-threads",
+        type=positive("--worker-threads"),
+        help="threads per local worker (default: every core)",
+    )
+    dist.add_argument(
+        "--port",
+        type=positive("--port", least=0),
+        default=0,
+        help="the server's RMI registry port (default: a free one)",
+    )
+    dist.add_argument(
+        "--host",
+        help="the address other hosts reach this server at (default: loopback only, every "
+        "worker on this machine)",
+    )
+    dist.add_argument(
+        "--join-timeout",
+        type=positive_float,
+        default=600.0,
+        help="seconds to wait for the first worker (default 600)",
+    )
     check.set_defaults(func=_cmd_check)
 
 
@@ -110,14 +145,28 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
         console.print("[yellow]no models selected[/]")
         return 1
     toolchain()  # fail early, with the install hint, before any progress display
+    distribution = _distribution(args)
     checks: list[ModelCheck] = []
     for protocol, entry in selected:
+
+        def ready(cmd: list[str]) -> None:
+            if args.json:
+                return
+            where = (
+                "a worker on another host joins with"
+                if args.host
+                else "(loopback only; with --host ADDRESS, workers on other hosts join with)"
+            )
+            console.print(f"[dim]TLC server ready; {where}: {escape(shlex.join(cmd))}[/]")
+
         with live_progress(console, f"{protocol}/{entry.name}") as on_progress:
             check = run_model(
                 manifest,
                 protocol,
                 entry,
                 on_progress,
+                distribution=distribution,
+                on_ready=ready,
                 workers=parse_workers(args.workers),
                 timeout=args.timeout,
             )
@@ -139,6 +188,20 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
     return 1 if failed else 0
 
 
+def _distribution(args: argparse.Namespace) -> Distribution | None:
+    if args.distributed is None:
+        return None
+    if args.distributed == 0 and args.host is None:
+        raise TracecheckError("--distributed 0 waits for workers from other hosts: give --host")
+    return Distribution(
+        workers=args.distributed,
+        worker_threads=args.worker_threads,
+        port=args.port,
+        host=args.host,
+        join_timeout=args.join_timeout,
+    )
+
+
 def _expected(entry: object) -> str:
     expect = getattr(entry, "expect", None)
     violates = getattr(entry, "violates", None)
@@ -153,6 +216,8 @@ def _print_check_line(console: Console, check: ModelCheck) -> None:
         line += f"  [red]({escape(check.problem)})[/]"
     if check.drift:
         line += f"  [yellow]drift: {', '.join(check.drift)}[/]"
+    if check.mode:
+        line += f"  [dim]({escape(check.mode)})[/]"
     console.print(line)
 
 

@@ -11,6 +11,7 @@ whenever a spec is edited, and the manifest is re-recorded with ``tracecheck che
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -18,6 +19,7 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tracecheck.errors import ManifestError
+from tracecheck.runner.distributed import Distribution, distributable, run_distributed
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_tlc
 
@@ -205,6 +207,8 @@ class ModelCheck(BaseModel):
     ok: bool
     problem: str | None = None
     drift: list[str] = Field(default_factory=list)
+    #: How the model was run when asked to run distributed: "distributed", or why locally.
+    mode: str | None = None
 
 
 def options_for(manifest: Manifest, entry: ModelEntry, **overrides: object) -> TLCOptions:
@@ -224,17 +228,28 @@ def run_model(
     protocol: str,
     entry: ModelEntry,
     on_progress: ProgressCallback | None = None,
+    *,
+    distribution: Distribution | None = None,
+    on_ready: Callable[[list[str]], None] | None = None,
     **overrides: object,
 ) -> ModelCheck:
-    """Run one manifest model with TLC and compare the verdict with the entry."""
+    """Run one manifest model with TLC and compare the verdict with the entry; with a
+    ``distribution``, in TLC's distributed mode when the model allows it (no temporal
+    property: :func:`~tracecheck.runner.distributed.distributable`), else locally."""
     folder = manifest.folder(protocol)
-    result = run_tlc(
-        folder / entry.module,
-        folder / entry.cfg,
-        options_for(manifest, entry, **overrides),
-        on_progress,
-    )
-    return compare(protocol, entry, result)
+    spec, cfg = folder / entry.module, folder / entry.cfg
+    options = options_for(manifest, entry, **overrides)
+    mode = None
+    if distribution is not None:
+        why = distributable(cfg.read_text(encoding="utf-8"))
+        mode = "distributed" if why is None else f"local: {why}"
+    if mode == "distributed" and distribution is not None:
+        result = run_distributed(
+            spec, cfg, options, distribution, on_progress=on_progress, on_ready=on_ready
+        )
+    else:
+        result = run_tlc(spec, cfg, options, on_progress)
+    return compare(protocol, entry, result).model_copy(update={"mode": mode})
 
 
 def compare(protocol: str, entry: ModelEntry, result: TLCResult) -> ModelCheck:

@@ -36,9 +36,12 @@ __all__ = [
     "TLCInterruptedError",
     "TLCOptions",
     "cores",
+    "forget_tlc",
+    "kill_group",
     "resume",
     "run_sany",
     "run_tlc",
+    "start_tlc",
     "stop_all",
     "tlc_command",
 ]
@@ -332,6 +335,23 @@ def stop_all() -> int:
     more: what tracecheck does on SIGINT or SIGTERM, before it unwinds (each run's temporary
     folders are removed as its ``finally`` blocks run). Returns how many were running."""
     return _RUNNING.stop()
+
+
+def start_tlc(cmd: list[str], cwd: Path, **popen: Any) -> subprocess.Popen[str]:
+    """Start a TLC process in its own session (so its whole group can be killed), registered
+    for :func:`stop_all` until :func:`forget_tlc`; ``popen`` goes to :class:`subprocess.Popen`."""
+    popen.setdefault("start_new_session", True)
+    return _RUNNING.start(cmd, cwd=cwd, **popen)
+
+
+def forget_tlc(proc: subprocess.Popen[str]) -> None:
+    """A process of :func:`start_tlc` is done: :func:`stop_all` no longer kills it."""
+    _RUNNING.forget(proc)
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kill a TLC process and everything it started."""
+    _kill_group(proc)
 
 
 def resume() -> None:
