@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from protoref.rref import simulator
 from protoref.rref.faults import FAULTS, Fault, inject, run_with_fault
 from protoref.rref.machine import step as correct_step
+from protoref.rref.sim import base as simulator
 from protoref.rref.simulator import Simulator
 from protoref.rref.state import RRefContext
 from protoref.tracing import JsonlSink

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from protoref.rref import bench
-from protoref.rref import simulator as sim_module
+from protoref.rref.sim import base as sim_module
 from protoref.rref.simulator import SimConfig, Simulator
 from protoref.tracing import NullSink
 

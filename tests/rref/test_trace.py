@@ -19,7 +19,6 @@ from protoref.rref.scenarios import SCENARIOS
 from protoref.rref.simulator import SimConfig, Simulator
 from protoref.rref.state import RRefContext, UserRRef
 from protoref.rref.trace import (
-    _ATOMS,
     ACTION_ARGS,
     DELTAS,
     EVENT_ADAPTER,
@@ -32,6 +31,7 @@ from protoref.rref.trace import (
     RemoteArgs,
     make_event,
 )
+from protoref.rref.trace.encoder import _ATOMS
 from protoref.tracing import (
     JsonlSink,
     MemorySink,

@@ -32,7 +32,7 @@ def start_world(n: int, trace_dir: Path | None = None, **options: Any) -> list[A
         trace = None if trace_dir is None else trace_dir / f"w{rank}.ndjson"
         opts = replace(base, trace=trace)
         try:
-            agents[rank] = rpc.init_rpc(f"w{rank}", rank, n, options=opts)
+            agents[rank] = rpc.init_rpc(f"w{rank}", rank=rank, world_size=n, options=opts)
         except BaseException as err:
             agents[rank] = err
 

@@ -2,7 +2,7 @@
 
 Each :class:`Fault` is a real protocol bug of the kind PyTorch's RRef protocol has had or guards
 against. :func:`inject` applies one for the duration of a ``with`` block by wrapping the core's
-transition function as the simulator calls it (``protoref.rref.simulator.core_step``) and, for
+transition function as the simulator calls it (``protoref.rref.sim.base.core_step``) and, for
 the refcount bugs, :meth:`RRefContext.referenced` (and ``destructible``, which reads it). Nothing
 in :mod:`protoref.rref.machine` or the simulator changes: outside the block the implementation
 is the correct one.
@@ -25,9 +25,9 @@ from protoref.errors import ProtorefError
 from protoref.ids import GloballyUniqueId
 from protoref.rref import events as ev
 from protoref.rref import machine
-from protoref.rref import simulator as sim_module
 from protoref.rref.machine import Step
-from protoref.rref.simulator import SimConfig, Simulator
+from protoref.rref.sim import SimConfig, Simulator
+from protoref.rref.sim import base as sim_module
 from protoref.rref.state import RRefContext
 from protoref.tracing import TraceSink
 
@@ -115,7 +115,7 @@ def _step_with(fault: AnyFault) -> Transition:
 
 
 def _machine_with(step: Transition) -> SimpleNamespace:
-    """The core as the simulator calls it (``simulator.machine``), with every transition it
+    """The core as the simulator calls it (``sim.base.machine``), with every transition it
     calls directly routed through ``step`` as the input record it stands for, so a fault sees
     application, timer, destructor and shutdown steps as it sees deliveries."""
     return SimpleNamespace(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from protoref.rref.simulator import Simulator
+from protoref.rref.sim import Simulator
 
 __all__ = ["SCENARIOS"]
 

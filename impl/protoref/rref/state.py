@@ -57,7 +57,8 @@ class Leak(NamedTuple):
     ``"fetching_user"`` (a forced sweep gave up waiting for them: "Timed out waiting for pending
     UserRRefs to be confirmed by owner and parent"), ``"owner"`` (a forced destroy with OwnerRRefs
     whose forks were never deleted), ``"fork"`` (destroyInstance's leak check: "Leaking RRef r
-    with fork Id f"), ``"parked_fetch"`` (a fetch dropped unanswered by destroyInstance).
+    with fork Id f"), ``"parked_fetch"`` (a fetch dropped unanswered by destroyInstance),
+    ``"user"`` (a UserRRef never deleted: the runtime's shutdown could not sweep, a worker died).
     """
 
     kind: str

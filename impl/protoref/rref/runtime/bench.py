@@ -87,7 +87,7 @@ def run_ours(rounds: int, warmup: int) -> BenchResult:
     child = _child("ours-worker", port)
     try:
         opts = rpc.RpcOptions(secret=os.environ[SECRET_ENV].encode(), master_port=port)
-        agent = rpc.init_rpc("w0", 0, 2, options=opts)
+        agent = rpc.init_rpc("w0", rank=0, world_size=2, options=opts)
         loop = type(agent.loop).__module__.split(".")[0]  # asyncio or uvloop (RpcOptions)
         seconds, cpu = _loop(lambda i: rpc.remote("w1", add, (i, 1)), warmup, rounds)
         report = rpc.shutdown()
@@ -153,7 +153,7 @@ def _worker(role: str, port: int, rounds: int, warmup: int) -> int:
         from protoref import rpc  # noqa: PLC0415
 
         opts = rpc.RpcOptions(secret=os.environ[SECRET_ENV].encode(), master_port=port)
-        rpc.init_rpc("w1", 1, 2, options=opts)
+        rpc.init_rpc("w1", rank=1, world_size=2, options=opts)
         rpc.shutdown()
     else:
         _torch_init(1, port).shutdown()

@@ -40,8 +40,8 @@ def free_port() -> int:
 def worker(rank: int, port: int, out: Path | None, scenarios: Sequence[str]) -> dict[str, Any]:
     rpc.init_rpc(
         NAMES[rank],
-        rank,
-        len(NAMES),
+        rank=rank,
+        world_size=len(NAMES),
         master_port=port,
         options=rpc.RpcOptions(
             secret=os.environ[SECRET_ENV].encode(),

@@ -177,12 +177,14 @@ class Barrier(_Seq):
 
 
 class BarrierGo(_Seq):
-    """Master -> worker: every worker reached ``phase``."""
+    """Master -> worker: every worker reached ``phase``, or every live one: ``dead`` names the
+    workers found dead, whom the barrier went without (the shutdown cannot complete)."""
 
     kind: Literal["barrier_go"] = "barrier_go"
     phase: int = Field(ge=1)
     #: Above every arrival's clock: everything a worker did before arriving precedes it.
     stamp: int = Field(ge=0)
+    dead: tuple[str, ...] = Field(default=(), max_length=4096)
 
 
 Frame = Annotated[

@@ -11,24 +11,16 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import weakref
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 from protoref.ids import GloballyUniqueId, WorkerId
-
-if TYPE_CHECKING:
-    from protoref.rref.runtime.agent import Agent
+from protoref.rref.runtime.current import Worker, WorkerInfo, current_worker
+from protoref.rref.runtime.proxy import RRefProxy
 
 __all__ = ["RRef", "WorkerInfo"]
 
 T = TypeVar("T")
 Gid = GloballyUniqueId
-
-
-class WorkerInfo(NamedTuple):
-    """torch.distributed.rpc.WorkerInfo: a worker's name and rank."""
-
-    name: str
-    id: int
 
 
 class RRef(Generic[T]):
@@ -38,16 +30,14 @@ class RRef(Generic[T]):
     _finalizer: weakref.finalize[[Gid], RRef[Any]] | None
 
     def __init__(self, value: T) -> None:
-        from protoref.rref.runtime.agent import current_agent  # noqa: PLC0415 - import cycle
-
-        agent = current_agent()
+        agent = current_worker()
         r, box = agent.create_local(value)
         self._init(agent, agent.name, r, None, box)
         self._finalizer = weakref.finalize(self, agent.release_owner, r)
 
     def _init(
         self,
-        agent: Agent,
+        agent: Worker,
         owner: WorkerId,
         r: Gid,
         f: Gid | None,
@@ -60,7 +50,7 @@ class RRef(Generic[T]):
         self._box = box
 
     @classmethod
-    def _owner_side(cls, agent: Agent, r: Gid, box: cf.Future[Any], *, held: bool) -> RRef[Any]:
+    def _owner_side(cls, agent: Worker, r: Gid, box: cf.Future[Any], *, held: bool) -> RRef[Any]:
         h: RRef[Any] = object.__new__(cls)
         h._init(agent, agent.name, r, None, box)
         # Only OwnerRRefs the core counts as held by the application (ownerHeld: rpc.RRef(obj),
@@ -69,7 +59,7 @@ class RRef(Generic[T]):
         return h
 
     @classmethod
-    def _user_side(cls, agent: Agent, owner: WorkerId, r: Gid, f: Gid) -> RRef[Any]:
+    def _user_side(cls, agent: Worker, owner: WorkerId, r: Gid, f: Gid) -> RRef[Any]:
         h: RRef[Any] = object.__new__(cls)
         h._init(agent, owner, r, f, None)
         h._finalizer = weakref.finalize(h, agent.release_user, f)
@@ -88,7 +78,7 @@ class RRef(Generic[T]):
 
     def confirmed_by_owner(self) -> bool:
         """An OwnerRRef is always confirmed; a UserRRef once it left pendingUsers_."""
-        return self.fork_id is None or self.fork_id not in self._agent.node.ctx.pending_users
+        return self.fork_id is None or self._agent.confirmed(self.fork_id)
 
     def local_value(self) -> T:
         """The value, on the owner only (blocks until a remote UDF has produced it)."""
@@ -99,11 +89,37 @@ class RRef(Generic[T]):
         return self._box.result()  # type: ignore[no-any-return]
 
     def to_here(self, timeout: float | None = None) -> T:
-        """The value: locally on the owner, else fetched (PYTHON_RREF_FETCH_CALL)."""
+        """The value: locally on the owner, else fetched (PYTHON_RREF_FETCH_CALL). ``timeout``
+        as torch's: None or negative, the worker's rpc_timeout; 0, none."""
         if self._box is not None:
-            return self._box.result(timeout)  # type: ignore[no-any-return]
+            wait = None if timeout is None or timeout <= 0 else timeout
+            return self._box.result(wait)  # type: ignore[no-any-return]
         assert self.fork_id is not None
         return self._agent.fetch(self.fork_id, self.rref_id, timeout)  # type: ignore[no-any-return]
+
+    def rpc_sync(self, timeout: float = -1.0) -> Any:
+        """``rref.rpc_sync().f(*args)``: run method ``f`` of the value on its owner, wait."""
+        return self._proxy("sync", timeout)
+
+    def rpc_async(self, timeout: float = -1.0) -> Any:
+        """``rref.rpc_async().f(*args)``: the same, a Future of its result."""
+        return self._proxy("async", timeout)
+
+    def remote(self, timeout: float = -1.0) -> Any:
+        """``rref.remote().f(*args)``: the same, an RRef to its result (owned by the owner)."""
+        return self._proxy("remote", timeout)
+
+    def _proxy(self, mode: str, timeout: float) -> RRefProxy:
+        def call(mode: str, method: str, args: Any, kwargs: dict[str, Any]) -> Any:
+            return self._agent.proxy_call(self, mode, method, args, kwargs, timeout=timeout)
+
+        return RRefProxy(call, mode)
+
+    def backward(self, dist_autograd_ctx_id: int = -1, retain_graph: bool = False) -> None:
+        """torch's RRef.backward needs distributed autograd, which protoref.rpc has not yet."""
+        raise NotImplementedError(
+            "RRef.backward needs distributed autograd, which protoref.rpc does not have yet"
+        )
 
     def __reduce__(self) -> Any:
         raise TypeError("an RRef is never pickled: pass it as an rpc argument or return value")

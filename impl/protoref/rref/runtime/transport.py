@@ -7,6 +7,13 @@ else goes on the sender's own outbound link. A frame that fails a check (size, H
 sequence) is handed to ``on_rejected`` and its link is closed: nothing of it reached the core.
 A new inbound link from a peer supersedes the old one before the Welcome is computed, so the
 ``processed`` list it reports is final (see Node.welcome_state).
+
+Before a peer has authenticated it can cost little: its handshake may hold at most
+``HANDSHAKE_MAX_BYTES`` (its length prefix is checked before a byte more is read) and must
+arrive within ``HANDSHAKE_TIMEOUT_SECONDS``, and at most ``MAX_UNAUTHENTICATED`` connections may
+be in their handshake at once (the next ones are closed at once, unanswered). A link that broke
+is reported to the handler (``on_link_lost``), which may find its peer dead; frames for a peer
+declared dead (``forget``) are dropped.
 """
 
 from __future__ import annotations
@@ -15,27 +22,60 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import os
-import socket
-import threading
 from collections import deque
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from protoref.rref.runtime import wire
-from protoref.rref.runtime.errors import AuthenticationError, FrameError
-from protoref.rref.runtime.frames import Ack, Challenge, Frame, Hello, Welcome, dump
+from protoref.rref.runtime.errors import AuthenticationError, FrameError, HandshakeLimitError
+from protoref.rref.runtime.frames import Challenge, Frame, Hello, Welcome
+from protoref.rref.runtime.link import BROKEN as _BROKEN
+from protoref.rref.runtime.link import Link, read_raw
 from protoref.tracing import FrozenModel
 
-__all__ = ["Link", "Transport", "TransportHandler", "corked"]
+__all__ = [
+    "HANDSHAKE_MAX_BYTES",
+    "HANDSHAKE_TIMEOUT_SECONDS",
+    "MAX_UNAUTHENTICATED",
+    "PeerBusyError",
+    "Transport",
+    "TransportHandler",
+]
 
 log = logging.getLogger("protoref.rref.runtime")
-_BROKEN = (asyncio.IncompleteReadError, ConnectionError, OSError, EOFError)
-#: How long acks of control messages gather before they leave in one frame (see Link.ack).
-#: Each ack frame wakes both loops (the acker's timer, the peer's read); nothing waits for an
-#: ack but the sender's bookkeeping and the shutdown drain, so acks may gather for a while.
-ACK_DELAY_SECONDS = 0.02
+#: The most a handshake frame (Hello, Challenge) may hold: a name of 128 characters, two nonces
+#: and a MAC take about 300 bytes.
+HANDSHAKE_MAX_BYTES: Final = 4096
+#: How long an accepted connection may take to send its Hello.
+HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
+#: Connections that may be in their handshake at once; each holds at most its stream buffer
+#: (asyncio's 64 KiB limit, twice that before it pauses reading) and a handshake.
+MAX_UNAUTHENTICATED: Final = 64
+#: A named peer (in the peer table, so it was listening) that refuses connections this long is
+#: reported unreachable at once, instead of being dialed for connect_timeout.
+REFUSED_FOR_SECONDS: Final = 0.7
+#: What a connection over the cap receives before it is closed: a frame of length 0.
+BUSY: Final = bytes(wire.HEADER_BYTES)
+
+
+class PeerBusyError(ConnectionAbortedError):
+    """The acceptor turned this connection away (its unauthenticated cap): dial again later."""
+
+
+async def read_handshake(reader: asyncio.StreamReader, peer: str) -> bytes:
+    """A handshake frame from a peer not authenticated yet: its length is checked against
+    HANDSHAKE_MAX_BYTES before anything more is read, so it costs at most that."""
+    header = await reader.readexactly(wire.HEADER_BYTES)
+    length = int.from_bytes(header, "big")
+    if length == 0:
+        raise PeerBusyError(f"{peer} is at its cap of unauthenticated connections; retry later")
+    if length > HANDSHAKE_MAX_BYTES:
+        raise HandshakeLimitError(
+            peer,
+            f"announces a {length}-byte handshake; before authentication at most "
+            f"{HANDSHAKE_MAX_BYTES} bytes are read",
+        )
+    return await reader.readexactly(wire.check_length(peer, header, HANDSHAKE_MAX_BYTES))
 
 
 class TransportHandler(Protocol):
@@ -47,183 +87,9 @@ class TransportHandler(Protocol):
 
     def on_link_ready(self, peer: str, welcome: Welcome, generation: int) -> None: ...
 
+    def on_link_lost(self, peer: str) -> None: ...
 
-async def read_raw(reader: asyncio.StreamReader, peer: str, max_bytes: int) -> bytes:
-    header = await reader.readexactly(wire.HEADER_BYTES)
-    return await reader.readexactly(wire.check_length(peer, header, max_bytes))
-
-
-class _Cork(threading.local):
-    links: list[Link] | None = None
-
-
-_cork = _Cork()
-
-
-@contextlib.contextmanager
-def corked() -> Iterator[None]:
-    """Frames this thread sends inside leave together at the end (one write per link): an
-    application call's delete, remote call and fetch, or a UDF's REMOTE_RET and its fetch
-    reply, cost one send syscall and wake the peer once."""
-    if _cork.links is not None:  # nested: the outermost cork flushes
-        yield
-        return
-    links: list[Link] = []
-    _cork.links = links
-    try:
-        yield
-    finally:
-        _cork.links = None
-        for link in links:
-            link.flush()
-
-
-@dataclass(eq=False)
-class Link:
-    """One authenticated connection (either direction).
-
-    Reads belong to the loop thread (an asyncio stream). Writes may come from any thread: a
-    frame is sealed and written under the link's lock (sequence numbers leave in order) straight
-    to a duplicate of the socket's descriptor, so an application or UDF thread does not wake the
-    loop thread to send. Only when the kernel buffer is full do the rest wait in ``_pending``
-    for the loop to see the socket writable (frames after them queue behind, order kept).
-    On the loop thread, the frames of one loop iteration leave in one write."""
-
-    peer: str
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    session: wire.Session
-    dead: bool = False
-    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
-    loop_thread: int = field(default_factory=threading.get_ident)
-    _sock: socket.socket | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _out: list[bytes] = field(default_factory=list)  # sealed, not written yet
-    _pending: bytearray | None = None  # written once the socket is writable again
-    _flush_scheduled: bool = False
-    _watching: bool = False
-    _acks: list[int] = field(default_factory=list)  # control ids to ack (see ack)
-    #: Writes the kernel did not take whole (the rest waited for the socket; for tests).
-    stalls: int = 0
-    _ack_stamp: Callable[[], int] | None = None
-
-    def __post_init__(self) -> None:
-        raw = self.writer.get_extra_info("socket")
-        # A duplicate descriptor of the same connection, ours to write on from any thread
-        # (asyncio's transport keeps reading on the original); non-blocking like it.
-        self._sock = None if raw is None else socket.socket(fileno=os.dup(raw.fileno()))
-        if self._sock is not None:
-            self._sock.setblocking(False)
-
-    def send(self, cls: type[FrozenModel], **fields: Any) -> None:
-        with self._lock:
-            if self.dead:
-                raise ConnectionError(f"link to {self.peer} is closed")
-            body = dump(cls, self.session.next_seq(), fields)
-            self._out.append(self.session.seal_body(body))
-            if threading.get_ident() == self.loop_thread:
-                if not self._flush_scheduled:
-                    self._flush_scheduled = True
-                    self.loop.call_soon(self.flush)
-                return
-            links = _cork.links
-            if links is not None:
-                if self not in links:
-                    links.append(self)
-                return
-            self._write_locked()
-
-    def ack(self, ctl: int, stamp: Callable[[], int]) -> None:
-        """(loop thread) Ack the retried control message ``ctl`` within ACK_DELAY_SECONDS, in
-        one frame with the others acked meanwhile: an ack is no protocol step (the sender only
-        forgets the message, or waits for it at shutdown; a lost one is settled by the
-        Welcome's ``processed`` list), so it need not cost a frame and a wake-up of its own."""
-        self._acks.append(ctl)
-        self._ack_stamp = stamp
-        if len(self._acks) == 1:
-            self.loop.call_later(ACK_DELAY_SECONDS, self._send_acks)
-
-    def _send_acks(self) -> None:
-        if self._acks and not self.dead and self._ack_stamp is not None:
-            ctls = tuple(self._acks)
-            self._acks.clear()
-            self.send(Ack, ctls=ctls, stamp=self._ack_stamp())
-
-    def flush(self) -> None:
-        """Write the frames sealed so far, in order (a no-op once written or closed)."""
-        with self._lock:
-            self._flush_scheduled = False
-            self._write_locked()
-
-    def _write_locked(self) -> None:
-        if not self._out:
-            return
-        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
-        self._out.clear()
-        if self.dead or self._sock is None:
-            return
-        if self._pending is not None:  # earlier bytes wait for the socket: queue behind them
-            self._pending += data
-            return
-        try:
-            sent = self._sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError:  # the connection broke: the read side notices and drops the link
-            return
-        if sent < len(data):
-            self.stalls += 1
-            self._pending = bytearray(data[sent:])
-            if threading.get_ident() == self.loop_thread:
-                self._watch()
-            else:
-                with contextlib.suppress(RuntimeError):  # the loop closed: nobody to write
-                    self.loop.call_soon_threadsafe(self._watch)
-
-    def _watch(self) -> None:
-        """(loop thread) Write ``_pending`` as the socket becomes writable."""
-        with self._lock:
-            if self._pending and not self._watching and self._sock is not None and not self.dead:
-                self._watching = True
-                self.loop.add_writer(self._sock.fileno(), self._on_writable)
-
-    def _on_writable(self) -> None:
-        with self._lock:
-            if self._sock is None or self._pending is None:  # closed meanwhile
-                return
-            try:
-                sent = self._sock.send(self._pending)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                sent = len(self._pending)  # broken: drop them, the read side notices
-            del self._pending[:sent]
-            if not self._pending:
-                self._pending = None
-                self._watching = False
-                self.loop.remove_writer(self._sock.fileno())
-
-    def unsent(self) -> int:
-        with self._lock:
-            return len(self._pending or b"") + sum(map(len, self._out))
-
-    def close(self) -> None:
-        """(loop thread) Stop; frames sealed before still go, through asyncio's transport,
-        which writes them before it closes the connection."""
-        self._send_acks()
-        with self._lock:
-            if self._sock is not None:
-                self._write_locked()
-                if self._watching:
-                    self.loop.remove_writer(self._sock.fileno())
-                    self._watching = False
-                if self._pending:
-                    self.writer.write(bytes(self._pending))
-                self._pending = None
-                self._sock.close()
-                self._sock = None
-            self.dead = True
-        self.writer.close()
+    def on_unreachable(self, peer: str, error: BaseException) -> None: ...
 
 
 @dataclass(eq=False)
@@ -245,6 +111,12 @@ class Transport:
     _server: asyncio.Server | None = None
     _closing: bool = False
     port: int = 0  # where this worker listens (set by serve)
+    max_unauthenticated: int = MAX_UNAUTHENTICATED
+    #: Connections in their handshake now, and those closed unanswered because of the cap.
+    unauthenticated: int = 0
+    turned_away: int = 0
+    #: Peers declared dead: frames for them are dropped, they are not dialed again.
+    gone: set[str] = field(default_factory=set)
 
     # ------------------------------------------------------------------ server
 
@@ -259,13 +131,39 @@ class Transport:
         task.add_done_callback(self._tasks.discard)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.unauthenticated >= self.max_unauthenticated:
+            # Turned away with a 4-byte BUSY marker (a frame of length 0), which costs nothing
+            # but tells a peer probing for life (liveness.knock) that this worker runs, and a
+            # dialer (read_handshake) to try again later.
+            self.turned_away += 1
+            writer.write(BUSY)
+            writer.close()
+            return
+        self.unauthenticated += 1
+        try:
+            link = await self._handshake_in(reader, writer)
+        except asyncio.CancelledError:
+            # The worker is closing mid-handshake (a peer's liveness probe, say). This task is
+            # the server's, nobody awaits it: close the connection and end quietly (asyncio
+            # would log the cancellation as an unhandled error, and uvloop refuse to close a
+            # loop that still holds the socket).
+            writer.transport.abort()
+            return
+        finally:
+            self.unauthenticated -= 1
+        if link is not None:
+            await self._read_loop(link)
+
+    async def _handshake_in(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> Link | None:
+        """The acceptor's side of the handshake: Challenge, a bounded Hello within the
+        handshake timeout, Welcome; the authenticated link, or None (closed)."""
         where = str(writer.get_extra_info("peername"))
         try:
             server_nonce = wire.new_nonce()
             writer.write(wire.pack(Challenge(nonce=server_nonce).model_dump_json().encode()))
-            raw = await asyncio.wait_for(
-                read_raw(reader, where, self.max_frame_bytes), self.connect_timeout
-            )
+            raw = await asyncio.wait_for(read_handshake(reader, where), HANDSHAKE_TIMEOUT_SECONDS)
             hello = wire.parse_handshake(where, raw, Hello)
             assert isinstance(hello, Hello)
             good = wire.hello_mac(self.secret, hello.name, server_nonce, hello.nonce)
@@ -285,14 +183,15 @@ class Transport:
             self.inbound[hello.name] = link
         except FrameError as err:
             self.handler.on_rejected(err)
-            writer.close()
-            return
+            writer.transport.abort()  # unread bytes of a hostile frame are not drained
+            return None
         except (*_BROKEN, TimeoutError):
             writer.close()
-            return
-        await self._read_loop(link)
+            return None
+        return link
 
     async def _read_loop(self, link: Link) -> None:
+        lost = False  # broken under us (not closed by this worker, not for a bad frame)
         try:
             while not link.dead:
                 raw = await read_raw(link.reader, link.peer, self.max_frame_bytes)
@@ -303,13 +202,15 @@ class Transport:
         except FrameError as err:
             self.handler.on_rejected(err)
         except _BROKEN:
-            pass
+            lost = not link.dead
         finally:
             link.close()
             if self.outbound.get(link.peer) is link:
                 del self.outbound[link.peer]
             if self.inbound.get(link.peer) is link:
                 del self.inbound[link.peer]
+        if lost and not self._closing:
+            self.handler.on_link_lost(link.peer)
 
     # ------------------------------------------------------------------ client
 
@@ -320,6 +221,8 @@ class Transport:
         written on an older generation than the current link may have been lost with it."""
         link = self.outbound.get(peer)
         generation = self.generations.get(peer, 0)
+        if peer in self.gone:  # dead: nobody will read it
+            return generation
         if link is not None and not link.dead and peer not in self._backlog:
             link.send(cls, **fields)
             return generation
@@ -333,9 +236,11 @@ class Transport:
         """From any thread: write on the live outbound link to ``peer`` and return its
         generation, or None when the loop must dial (or drain a backlog) first."""
         link = self.outbound.get(peer)
+        generation = self.generations.get(peer, 0)
+        if peer in self.gone:  # dead: dropped, as on the loop thread
+            return generation
         if link is None or link.dead or peer in self._backlog:
             return None
-        generation = self.generations.get(peer, 0)
         try:
             link.send(cls, **fields)
         except ConnectionError:
@@ -351,6 +256,11 @@ class Transport:
             # The backlog stays queued (in order) for the next dial, which the next send starts.
             queued = len(self._backlog.get(peer, ()))
             log.error("%s: cannot reach %s (%r); %d frame(s) queued", self.name, peer, err, queued)
+            if not self._closing:
+                if isinstance(err, OSError):
+                    self.handler.on_unreachable(peer, err)
+                else:  # it accepted, then hung up mid-handshake: maybe it is leaving
+                    self.handler.on_link_lost(peer)
             return
         finally:
             self._dialing.pop(peer, None)
@@ -368,22 +278,33 @@ class Transport:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.connect_timeout
         pause = 0.02
+        refused_since: float | None = None
         while True:
             try:
                 return await asyncio.wait_for(
                     self._handshake(peer), max(0.01, deadline - loop.time())
                 )
+            except ConnectionRefusedError:
+                # A peer of the table was listening before the table was complete: refusing
+                # now means it is gone (the master may not be listening yet: it is dialed by
+                # its address key before the table exists, so it gets connect_timeout).
+                now = loop.time()
+                refused_since = now if refused_since is None else refused_since
+                named = peer in self.addresses and not peer.startswith("<")
+                if (named and now - refused_since >= REFUSED_FOR_SECONDS) or now + pause > deadline:
+                    raise
             except OSError:
+                refused_since = None
                 if loop.time() + pause > deadline:
                     raise
             await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.5)
+            pause = min(pause * 2, 0.5 if refused_since is None else 0.2)
 
     async def _handshake(self, peer: str) -> tuple[Link, Welcome]:
         host, port = self.addresses[peer]
         reader, writer = await asyncio.open_connection(host, port)
         try:
-            raw = await read_raw(reader, peer, self.max_frame_bytes)
+            raw = await read_handshake(reader, peer)
             challenge = wire.parse_handshake(peer, raw, Challenge)
             assert isinstance(challenge, Challenge)
             nonce = wire.new_nonce()
@@ -402,6 +323,18 @@ class Transport:
             raise
         key = wire.session_key(self.secret, self.name, challenge.nonce, nonce)
         return Link(peer, reader, writer, wire.Session.for_dialer(peer, key)), welcome
+
+    def forget(self, peer: str) -> None:
+        """``peer`` is dead: drop what waits for it, stop dialing it, drop its later frames."""
+        self.gone.add(peer)
+        self._backlog.pop(peer, None)
+        task = self._dialing.pop(peer, None)
+        if task is not None:
+            task.cancel()
+        for links in (self.outbound, self.inbound):
+            link = links.pop(peer, None)
+            if link is not None:
+                link.close()
 
     # ------------------------------------------------------------------ shutdown
 

@@ -1,0 +1,5 @@
+"""torch.distributed.rpc.functions: :func:`async_execution`."""
+
+from protoref.rref.runtime.udf import async_execution
+
+__all__ = ["async_execution"]

@@ -1,0 +1,368 @@
+"""The driver's base: one worker's RRefContext, its core steps, trace events and sends.
+
+Every protocol step goes through :meth:`NodeCore.apply`: ``machine.step``, then one trace event
+with the acting node, its ``seq`` and Lamport clock (``NodeClock``: a handler's step takes the
+sender's stamp, so per-process logs merge causally) and its post-state, then the messages the
+step sent. UserRRef destructors (``DelUser``, G1) run as soon as a step leaves a UserRRef
+unreferenced. Any thread may step the core, always under ``lock``; each writes the frames its
+step sends itself. The layers above: :mod:`.node_payload` (RRefs inside payloads),
+:mod:`.node_inbox` (arriving frames), :mod:`.node` (retries, timers, drops).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures as cf
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from protoref.errors import ProtocolError
+from protoref.ids import GloballyUniqueId, WorkerId
+from protoref.rref import events as ev
+from protoref.rref.machine import Step
+from protoref.rref.machine import step as core_step
+from protoref.rref.runtime import frames as fr
+from protoref.rref.runtime.codec import Codec
+from protoref.rref.runtime.errors import FrameError
+from protoref.rref.state import RRefContext
+from protoref.rref.trace import make_event
+from protoref.tracing import NodeClock, NullSink, TraceSink
+
+__all__ = [
+    "COMPACT_EVERY",
+    "DROP_SWEEP_SECONDS",
+    "KEEP_ERRORS",
+    "PENDING",
+    "NodeCore",
+    "post",
+    "settle",
+]
+
+Gid = GloballyUniqueId
+#: How many rejected frames / protocol errors a node keeps for inspection.
+KEEP_ERRORS = 256
+#: ``send_frame``'s answer for a frame it handed to the loop thread (the link must be dialed
+#: first): the link generation it will go out on is not known yet. A retried message in
+#: ``unacked`` with this generation has not been written anywhere, so a new link must not
+#: re-send it (the original still leaves, on that link or a later one: see ``sent_on``).
+PENDING: Final = -1
+#: Untraced workers forget finished UserRRefs every this many steps.
+COMPACT_EVERY = 256
+#: A dropped handle is applied at the latest this long after (when nothing else runs sooner).
+#: A busy worker applies drops at its next call or frame anyway; the sweep only serves an idle
+#: one, and each sweep costs the loop two wake-ups (arming it from the dropping thread, firing),
+#: so it is not made shorter than it needs to be.
+DROP_SWEEP_SECONDS = 0.02
+
+
+def post(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
+    """Hand a callback to the worker's loop from any thread; a loop already closed (the worker
+    shut down while a UDF was still running) has nobody left to tell."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn, *args)
+
+
+def settle(target: cf.Future[Any] | None, value: Any, error: BaseException | None) -> bool:
+    """Complete ``target`` unless it is done already (a reply racing its timeout or its peer's
+    death: the first outcome stands); False if it was. Bypasses Future.set_result's
+    torch-shaped checks: the runtime may store any exception."""
+    if target is None:
+        return False
+    try:
+        if error is None:
+            cf.Future.set_result(target, value)
+        else:
+            cf.Future.set_exception(target, error)
+    except cf.InvalidStateError:
+        return False
+    return True
+
+
+@dataclass(eq=False)
+class NodeCore:
+    """Worker ``me``'s RRefContext and everything the runtime keeps around it."""
+
+    """Worker ``me``'s RRefContext and everything the runtime keeps around it."""
+
+    me: WorkerId
+    #: (peer, frame class, **fields) on the outbound link; returns the link's generation.
+    send_frame: Callable[..., int]
+    #: (thunk, asynchronous) -> the UDF's future (asynchronous: the thunk returns a Future).
+    run_udf: Callable[..., cf.Future[Any]]
+    codecs: Sequence[Codec] = ()
+    sink: TraceSink = field(default_factory=NullSink)
+    rpc_timeout: float = 60.0
+    ctx: RRefContext = field(init=False)
+    clock: NodeClock = field(default_factory=NodeClock)
+    #: Owner values by RRefId, while the core keeps the OwnerRRef or a UDF is computing it.
+    boxes: dict[Gid, cf.Future[Any]] = field(default_factory=dict)
+    computing: set[Gid] = field(default_factory=set)
+    fetches: dict[Gid, cf.Future[Any]] = field(default_factory=dict)
+    calls: dict[int, cf.Future[Any]] = field(default_factory=dict)
+    #: The worker each of ``calls`` went to (its death fails them).
+    call_peers: dict[int, WorkerId] = field(default_factory=dict)
+    #: Retried control messages not yet acked: ctl id -> (message, link generation sent on,
+    #: or PENDING while the loop thread has yet to write it).
+    unacked: dict[int, tuple[ev.Message, int]] = field(default_factory=dict)
+    processed: dict[WorkerId, set[int]] = field(default_factory=dict)
+    rejected: deque[FrameError] = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
+    protocol_errors: deque[ProtocolError] = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
+    agent: Any = None  # the Agent (handles need it for their methods)
+    on_step: Callable[[], None] = lambda: None  # shutdown waits re-check after every step
+    frozen: bool = False  # set when the links close: late GC drops are not applied any more
+    #: Guards the core state and the maps around it: application threads step the core
+    #: themselves (no trip through the loop), the loop thread steps it for arriving frames.
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    loop: asyncio.AbstractEventLoop | None = None  # None: everything runs on one thread (tests)
+    loop_thread: int | None = None
+    _ids: int = 0
+    _steps: int = 0
+    #: Callbacks handed to the loop thread, in order (see :meth:`handoff`).
+    _handoffs: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = field(default_factory=deque)
+    _drain_pending: bool = False
+    #: rpc.remote deadlines, a heap of (deadline, tiebreak, r, f) (see Node.remote_timer), and
+    #: the loop timer serving the earliest.
+    _deadlines: list[tuple[float, int, Gid, Gid]] = field(default_factory=list)
+    _timer: asyncio.TimerHandle | None = None
+    #: Handles dropped by Python, not applied yet (see note_drop).
+    _drops: deque[tuple[Callable[[Gid], None], Gid]] = field(default_factory=deque)
+    _sweep_wanted: bool = False
+
+    def __post_init__(self) -> None:
+        self.ctx = RRefContext(me=self.me)
+
+    def next_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def add_call(self, peer: WorkerId, future: cf.Future[Any]) -> int:
+        """Register a user call (or refetch) to ``peer``; its id."""
+        call_id = self.next_id()
+        self.calls[call_id] = future
+        self.call_peers[call_id] = peer
+        return call_id
+
+    def pop_call(self, call_id: int) -> cf.Future[Any] | None:
+        self.call_peers.pop(call_id, None)
+        return self.calls.pop(call_id, None)
+
+    # ------------------------------------------------------------------ core plumbing
+
+    def apply(self, inp: ev.RRefInput, stamp: int | None = None, *, send: bool = True) -> Step:
+        """One core step: state, trace event, sends (unless the caller sends them itself)."""
+        with self.lock:
+            return self._apply(inp, stamp, send)
+
+    def _apply(self, inp: ev.RRefInput, stamp: int | None, send: bool) -> Step:
+        before = self.ctx
+        result = core_step(before, inp)  # raises ProtocolError with the state untouched
+        self.ctx = result.state
+        seq, lamport = self.clock.local() if stamp is None else self.clock.receive(stamp)
+        if self.sink.enabled:
+            delivered = inp if isinstance(inp, ev.MessageBase) else None
+            self.sink.emit(
+                make_event(
+                    result.action,
+                    self.me,
+                    seq,
+                    lamport,
+                    self.ctx,
+                    delivered=delivered,
+                    before=before,
+                )
+            )
+        if send:
+            for m in result.sent:
+                self.emit(m, lamport)
+        self._destructors(before)
+        self._forget_values()
+        self._steps += 1
+        if self._steps % COMPACT_EVERY == 0 and not self.sink.enabled:
+            self._forget_finished_users()
+        self.on_step()
+        return result
+
+    def _destructors(self, before: RRefContext) -> None:
+        """``DelUser`` for every UserRRef this step may have left unreferenced (G1 after G2)."""
+        after = self.ctx
+        if (
+            before.held is after.held
+            and before.pending_users is after.pending_users
+            and before.fetching is after.fetching
+            and before.pending_children is after.pending_children
+        ):  # the core's evolve keeps untouched sets: nothing can have become unreferenced
+            return
+        maybe = (
+            (before.held - after.held)
+            | (before.pending_users - after.pending_users)
+            | (before.fetching - after.fetching)
+            | {p for _, p in before.pending_children - after.pending_children}
+        )
+        for f in sorted(maybe):
+            if f in self.ctx.users and f not in self.ctx.deleted and not self.ctx.referenced(f):
+                self.apply(ev.DelUser(f=f))
+
+    def _forget_finished_users(self) -> None:
+        """Untraced runs only: drop the records of UserRRefs that are deleted and referenced by
+        nothing. The spec keeps them forever (``users``, ``deleted``, ``fetched`` are history
+        it logs), which makes a long-running worker's memory and every step's cost grow with
+        each RRef it ever had. No guard of the core can need a forgotten record: every message
+        about such a UserRRef that can still arrive is one its handler drops (docs/divergences.md
+        21). A traced run keeps them, so its post-states stay the spec's."""
+        c = self.ctx
+        gone = frozenset(f for f in c.deleted if f in c.users and not c.referenced(f))
+        if gone:
+            users = {f: u for f, u in c.users.items() if f not in gone}
+            self.ctx = replace(
+                c,
+                users=users,
+                deleted=c.deleted - gone,
+                fetched=c.fetched - gone,
+                timed_out=c.timed_out - gone,
+            )
+
+    def _forget_values(self) -> None:
+        keep = self.ctx.owners | self.ctx.owner_held | self.ctx.self_calls | self.computing
+        if len(self.boxes) > len(keep):
+            for r in [r for r in self.boxes if r not in keep]:
+                del self.boxes[r]
+
+    def on_loop(self) -> bool:
+        return self.loop_thread is None or threading.get_ident() == self.loop_thread
+
+    def later(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` on the loop thread soon (now, if this is it: order is kept either way)."""
+        if self.on_loop():
+            fn(*args)
+        else:
+            self.handoff(fn, *args)
+
+    def handoff(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` on the loop thread after everything handed off before it (any thread).
+
+        One queue in FIFO order for every thread, and one wake-up of the loop for a whole batch:
+        a round trip's remote call, its timer, its fetch and the previous RRef's delete, handed
+        off by the application thread while the loop sleeps, cost one self-pipe write and one
+        loop iteration (whose frames then leave in one socket write, see Link.send) instead of
+        one each. Race-free under the GIL: ``_drain`` clears the flag before it pops, so an
+        entry appended while the flag is set is popped by a drain that has not started yet."""
+        self._handoffs.append((fn, args))
+        if self._drain_pending:
+            return
+        self._drain_pending = True
+        if self.on_loop():
+            (self.loop or asyncio.get_running_loop()).call_soon(self._drain)
+        else:
+            assert self.loop is not None
+            post(self.loop, self._drain)
+
+    def _drain(self) -> None:
+        self._drain_pending = False
+        queue = self._handoffs
+        while queue:
+            fn, args = queue.popleft()
+            fn(*args)
+
+    def emit(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
+        """Send a message a step produced, from the thread that stepped (the caller holds the
+        lock): links take writes from any thread, so an application or UDF thread does not
+        wake the loop to send (``send_frame`` hands the frame to the loop only when the link
+        must be dialed first; a retried message then records PENDING until it is written)."""
+        self.send_proto(m, stamp, call)
+
+    def send_proto(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
+        if m.dst == self.me:  # to self through the loop, never inline: it is a separate step
+            self.handoff(self._take_local, m, stamp, call)
+            return
+        if isinstance(m, ev.RRefFetchRet):
+            self._send_value_when_ready(m, stamp)
+            return
+        if m.type in ev.RETRIED:
+            ctl = self.next_id()
+            gen = self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, ctl=ctl)
+            self.unacked[ctl] = (m, gen)
+            return
+        self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, call=call)
+
+    def _send_value_when_ready(self, m: ev.RRefFetchRet, stamp: int) -> None:
+        # retrieveOwnerRRef replies once the OwnerRRef's value future has completed.
+        box = self.boxes.get(m.rref)
+        if box is None:
+            result = fr.Result(ok=False, error_type="RPCError", error=f"no value for {m.rref}")
+            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
+            return
+
+        def ready(done: cf.Future[Any]) -> None:
+            result = self._result_of(done, m.dst, allow_rrefs=False)
+            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
+
+        if box.done():  # the common case: no extra trip through the loop
+            ready(box)
+        else:
+            self.when_done(box, ready)
+
+    def when_done(self, future: cf.Future[Any], fn: Callable[..., Any], *args: Any) -> None:
+        """``fn(*args, future)`` once ``future`` is done: on the thread that completes it (a UDF
+        thread replies itself, without a trip through the loop), or through the loop when it
+        completes on the thread asking (never inline inside the step that asked)."""
+        asker = threading.get_ident()
+
+        def done(d: cf.Future[Any]) -> None:
+            if threading.get_ident() == asker:
+                self.handoff(fn, *args, d)
+            else:
+                fn(*args, d)
+
+        future.add_done_callback(done)
+
+    def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
+        with self.lock:
+            self.take(self.me, m, stamp, call, None)
+
+    # ------------------------------------------------------------------ dropped handles
+
+    def note_drop(self, fn: Callable[[Gid], None], g: Gid) -> None:
+        """A handle's finalizer (any thread, at any point, possibly inside a step of this very
+        thread): queue the drop. It is applied at the next safe point: the next application
+        call or arriving frame of this worker, or a sweep on the loop shortly after, so a
+        dropped RRef does not wake the loop each time."""
+        self._drops.append((fn, g))
+        if not self._sweep_wanted:
+            self._sweep_wanted = True
+            self.handoff(self._arm_sweep)
+
+    def _arm_sweep(self) -> None:
+        asyncio.get_running_loop().call_later(DROP_SWEEP_SECONDS, self._sweep)
+
+    def _sweep(self) -> None:
+        self._sweep_wanted = False  # before looking: a drop queued after is seen, or re-arms
+        self.apply_drops()
+
+    def apply_drops(self) -> None:
+        """Apply the queued drops (DropRRef / DropOwnerRRef, and the DelUser they allow)."""
+        if self._drops:
+            with self.lock:
+                while self._drops:
+                    fn, g = self._drops.popleft()
+                    fn(g)
+
+    # ------------------------------------------------------------------ the layers above
+
+    def _result_of(self, done: cf.Future[Any], dst: WorkerId, *, allow_rrefs: bool) -> fr.Result:
+        """A call's outcome as a frame's Result (node_payload.NodePayload)."""
+        raise NotImplementedError
+
+    def take(
+        self,
+        peer: WorkerId,
+        m: ev.Message,
+        stamp: int,
+        call: fr.CallBody | None,
+        result: fr.Result | None,
+    ) -> None:
+        """A protocol message taken from the inbox (node_inbox.NodeInbox)."""
+        raise NotImplementedError

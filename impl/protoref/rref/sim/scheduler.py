@@ -1,0 +1,114 @@
+"""The deterministic simulator of the Reference RRef protocol: N workers, one thread, virtual time.
+
+A seeded :class:`random.Random` owns every choice: which enabled step happens next (deliver any
+ready message in any order, duplicate a retried control message once as RRef.tla's ``RetrySend``
+does, fire an rpc.remote timeout whose deadline passed, run a UserRRef destructor, or an
+application action), and each message's delivery delay. User calls are never retried. A run is a
+workload phase (random application actions, or a scripted scenario), optionally a graceful
+shutdown phase (rpc.shutdown(graceful=True): the barrier, each worker's sweep and destroy,
+interleaved with deliveries and with the application dropping some references), then a drain
+phase in which the application drops every reference and the network empties; it ends with the
+leak-free quiescence check (R9) and, in test mode, checks the spec's invariants after every step.
+
+Every run is reproducible from its seed: ``python -m protoref.rref.simulator --seed N``.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect
+from itertools import accumulate
+
+from protoref.errors import LeakError
+from protoref.rref import invariants
+from protoref.rref.sim.base import _NO_OPTIONS, MAX_DRAIN_STEPS, Mode, Options, RunSummary
+from protoref.rref.sim.shutdown import ShutdownSteps
+from protoref.rref.sim.system import SystemSteps
+from protoref.rref.sim.workload import Workload
+
+__all__ = ["Simulator"]
+
+
+class Simulator(Workload, ShutdownSteps, SystemSteps):
+    """N RRef workers ``w0..w{N-1}`` driven by one seeded scheduler."""
+
+    # ------------------------------------------------------------------ scheduling
+
+    def step(self, mode: Mode = "workload") -> bool:
+        """One scheduler step; False when nothing can happen any more.
+
+        Options are listed in a deterministic order (sets are sorted: string hashing is salted per
+        process), so the seed alone fixes the run.
+        """
+        app = mode == "workload" or self._app_enabled(mode)
+        if app and self._deliverable():
+            # Some system step is enabled, so the coin decides; the system options are listed
+            # only if it says so (listing them draws nothing from the generator).
+            app = self._random() < self._app_weight
+            system = self._all_system_options(mode) if not app else _NO_OPTIONS
+        else:
+            system = self._all_system_options(mode)
+            app = app and (not system[1] or self._random() < self._app_weight)
+        if app:
+            method, args = self._pick_app(mode)
+            method(*args)
+        elif system[1]:
+            # rng.choices(actions, weights)[0], inlined: the same single random() draw and the
+            # same cumulative sums and bisection as CPython's Random.choices, so the streams
+            # are the ones seeds always gave, without its per-call overhead.
+            cum = list(accumulate(system[0]))
+            system[1][bisect(cum, self._random() * (cum[-1] + 0.0), 0, len(cum) - 1)]()
+        elif self.net:
+            self.now = min(e.ready_at for e in self.net)  # idle: jump to the next delivery
+            return True
+        else:
+            return False
+        self.now += 1
+        return True
+
+    def _deliverable(self) -> bool:
+        """Some message can be delivered or retried now (then some system step is enabled)."""
+        now = self.now
+        for env in self.net:  # noqa: SIM110 - a plain loop: no generator per step
+            if env.ready_at <= now or env.retryable:
+                return True
+        return False
+
+    def _all_system_options(self, mode: Mode) -> Options:
+        system = self._system_options()
+        if mode == "shutdown":
+            for weight, action in self._shutdown_options():
+                system[0].append(weight)
+                system[1].append(action)
+        return system
+
+    def settle(self, max_steps: int) -> None:
+        """Up to ``max_steps`` random system steps (deliveries, retries, timeouts, destructors)."""
+        for _ in range(self.rng.randint(0, max_steps)):
+            if not self.step("system"):
+                return
+
+    def drain(self) -> None:
+        """The application drops everything; run until no step is enabled."""
+        for _ in range(MAX_DRAIN_STEPS):
+            if not self.step("drain"):
+                return
+        raise LeakError("LeakFreeQuiescenceInv", "drain did not terminate", seed=self.seed)
+
+    def finish(self) -> RunSummary:
+        """Drain, then check leak-free quiescence (R9); close the trace."""
+        self.drain()
+        invariants.check_leak_free(self.world(), seed=self.seed)
+        self.sink.close()
+        return RunSummary(
+            self.seed, sum(self.counts.values()), self.now, dict(self.counts), tuple(self.leaks)
+        )
+
+    def run(self, steps: int) -> RunSummary:
+        """A random workload of ``steps`` scheduler steps, the shutdown phase if configured, then
+        :meth:`finish`."""
+        for _ in range(steps):
+            if not self.step("workload"):
+                break
+        if self.config.shutdown:
+            self.shutdown()
+        return self.finish()
