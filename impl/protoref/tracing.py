@@ -92,8 +92,10 @@ __all__ = [
     "trusted",
 ]
 
-#: The version this package writes: 3, the per-node sets of a post-state as deltas.
-SCHEMA_VERSION: Final = 3
+#: The version this package writes: 4, version 3 (the per-node sets of a post-state as deltas)
+#: plus what a trace claims about itself (``sent_by`` on a step that takes a message, and the
+#: :class:`TraceEnd` line of a run that finished).
+SCHEMA_VERSION: Final = 4
 #: The versions a reader of this package's traces takes: 2 (every post-state set whole; the
 #: history variables as what a step added), 3 (2, plus the delta form of a per-node set) and 4
 #: (3, plus what a trace claims about itself: a step that takes a message names its send,

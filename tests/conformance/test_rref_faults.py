@@ -123,7 +123,8 @@ def first_symptom(fault: Fault, events: Sequence[dict[str, Any]]) -> int | None:
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    return [r for r in rows if r["kind"] == "event"]  # (not a finished run's end line)
 
 
 def find_seed(fault: Fault, folder: Path, seeds: range = range(200)) -> tuple[int, int] | None:

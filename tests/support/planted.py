@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import io
 import json
+import re
 import sys
 import time
 import traceback
@@ -125,6 +126,10 @@ def plant(name: str) -> Iterator[None]:
         setattr(module, faults._MACHINE, saved_machine)
 
 
+#: The campaign's summary line: "200 runs, 157 accepted, 43 rejected (...), 0 raised".
+_SUMMARY: Final = re.compile(r"\s*\d+ runs, \d+ accepted")
+
+
 def _measure(name: str, argv: list[str]) -> dict[str, object]:
     from tracecheck.cli import main  # noqa: PLC0415 - the command under measurement
 
@@ -138,7 +143,7 @@ def _measure(name: str, argv: list[str]) -> dict[str, object]:
                 raise
             code = "traceback: " + traceback.format_exception_only(exc)[-1].strip()
     text = out.getvalue()
-    summary = next((ln for ln in text.splitlines() if " runs, " in ln), "")
+    summary = next((ln for ln in text.splitlines() if _SUMMARY.match(ln)), "")
     return {
         "bug": name,
         "exit": code,

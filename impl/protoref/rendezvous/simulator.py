@@ -31,7 +31,15 @@ from protoref.rendezvous.ops import Op
 from protoref.rendezvous.state import EMPTY_STATE, NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import InMemoryStore
 from protoref.rendezvous.trace import CLOCK_NODE, make_event
-from protoref.tracing import JsonlSink, NodeClock, NullSink, TraceHeader, TraceSink, tla_set
+from protoref.tracing import (
+    JsonlSink,
+    NodeClock,
+    NullSink,
+    TraceEnd,
+    TraceHeader,
+    TraceSink,
+    tla_set,
+)
 
 __all__ = ["RunSummary", "SimConfig", "Simulator", "main"]
 
@@ -146,6 +154,11 @@ class Simulator:
             environment=(CLOCK_NODE,),
         )
 
+    def _end_record(self) -> TraceEnd:
+        """The end line: the last seq of every node (and the clock) that logged an event."""
+        clocks = {**{str(n): c for n, c in self.clocks.items()}, CLOCK_NODE: self.tick_clock}
+        return TraceEnd(seqs={n: c.seq for n, c in clocks.items() if c.seq})
+
     # ------------------------------------------------------------------ observation
 
     def store_state(self) -> RendezvousState:
@@ -257,6 +270,9 @@ class Simulator:
         """Up to ``steps`` scheduler steps; then close the trace."""
         for _ in range(steps):
             if not self.step():
+                # Every node stopped or crashed: the run finished (schema 4's end line), and
+                # the checker requires the spec's quiescence after its last event.
+                self.sink.end(self._end_record())
                 break
         self.sink.close()
         results = {str(n): r.result.value for n, r in self.runners.items()}

@@ -28,6 +28,7 @@ from protoref.tracing import (
     JsonlSink,
     NodeClock,
     NullSink,
+    TraceEnd,
     TraceHeader,
     TraceSink,
     tla_set,
@@ -210,6 +211,11 @@ class SimBase:
             },
         )
 
+    def end_record(self) -> TraceEnd:
+        """The end line: the last seq of every node (and the barrier) that logged an event."""
+        clocks = {**self.clocks, BARRIER: self.barrier_clock}
+        return TraceEnd(seqs={n: c.seq for n, c in clocks.items() if c.seq})
+
     # ------------------------------------------------------------------ core plumbing
 
     def world(self) -> invariants.World:
@@ -254,11 +260,24 @@ class SimBase:
             self.leaks += ((w, leak) for leak in leaks)
         # _record, inlined (once per event).
         self.counts[action.action] += 1
+        # A delivered message's event names its send (schema 4): the sender and its clock then.
         if self._emit_line is not None:
-            self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered, before))
+            self._emit_line(
+                self._encoder.line(action, w, seq, lamport, state, delivered, before, stamp)
+            )
         elif self._tracing:
+            sent_by = None if delivered is None or stamp is None else (delivered.src, stamp)
             self.sink.emit(
-                make_event(action, w, seq, lamport, state, delivered=delivered, before=before)
+                make_event(
+                    action,
+                    w,
+                    seq,
+                    lamport,
+                    state,
+                    delivered=delivered,
+                    before=before,
+                    sent_by=sent_by,
+                )
             )
         if self._check:
             invariants.check(self.world(), seed=self.seed)
