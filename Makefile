@@ -80,8 +80,9 @@ bench: setup ## deep models vs TLC's ceiling, trace validation, RRef simulator a
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
 
 .PHONY: docs
-docs: setup ## regenerate the generated parts of docs/ (model tables)
+docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams)
 	$(TRACECHECK) docs
+	$(BIN)/python spec/rref/gen_rref_docs.py
 
 .PHONY: clean
 clean: ## remove the venv, caches and TLC leftovers

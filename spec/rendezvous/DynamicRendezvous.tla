@@ -40,9 +40,13 @@
 (*    local_id), given by NodeIndex; model nodes are naturals.             *)
 (*  - Pickling/base64; store errors and RendezvousConnectionError; the     *)
 (*    random 0-0.3 s start delay (time may pass anywhere anyway);          *)
-(*    is_closed / num_nodes_waiting (read-only syncs); shutdown is         *)
-(*    modelled as set_closed; the bootstrap store (TCPStore sharing) and   *)
-(*    the PrefixStore, which live outside the shared state.               *)
+(*    shutdown is modelled as set_closed; the bootstrap store (TCPStore    *)
+(*    sharing) and the PrefixStore, which live outside the shared state.   *)
+(*    is_closed / num_nodes_waiting are read-only syncs (ReadOnlySync,     *)
+(*    when ReadOnlySyncs); the elastic agent is modelled only by when it   *)
+(*    calls next_rendezvous again (ElasticAgent), not its workers.         *)
+(*  - Clocks: one true time for every host unless a model overrides the    *)
+(*    clock points (MCDynamicRendezvousClocks: per-host offsets).          *)
 (*  - Token values: a write that happens to restore an earlier value      *)
 (*    still outdates every other token here (ABA cannot happen), while in  *)
 (*    2.13 identical bytes would match; with fresh timestamps in every     *)
@@ -54,6 +58,23 @@
 (*    by a read before using it (idle, sleeping or about to sync, nothing  *)
 (*    pending) has its copy reset to the empty state.                      *)
 (*                                                                         *)
+(* Two variants, selected by the constant Variant:                         *)
+(*  "PyTorch"   2.13 as it ships.  A participant that leaves a complete    *)
+(*              round (its exit op, or another node's sanitize) leaves the *)
+(*              round complete at the same number with the rest, and       *)
+(*              next_rendezvous returns the current membership             *)
+(*              (_get_world): a node still on its way out of the join op   *)
+(*              returns a rank not below its world size (the notes,        *)
+(*              Findings of 2026-11-26), and survivors of a dead           *)
+(*              participant are never asked to re-rendezvous               *)
+(*              (pytorch#111646).                                          *)
+(*  "Reference" what protoref implements: a participant leaving a complete *)
+(*              round ends it (Epilogue): the round advances and the       *)
+(*              remaining participants move to the wait list, so their     *)
+(*              agents see num_nodes_waiting() > 0 and re-rendezvous.  A   *)
+(*              complete round therefore never changes its membership:     *)
+(*              every node returning from it gets the same world.          *)
+(*                                                                         *)
 (* Timing: Spec lets a tick fall between any two steps.  FastSafetySpec    *)
 (* and FastSpec (liveness) assume executor steps take no time compared to  *)
 (* a tick: time passes only while every running node waits.                *)
@@ -64,11 +85,13 @@
 (*  G2 no lost update: every successful write is based on the latest state;*)
 (*  G3 progress: enough live, joining nodes complete a round;              *)
 (*  G4 close is final and ends every join;                                 *)
-(*  G5 dead nodes are eventually removed (heartbeat expiry).               *)
+(*  G5 dead nodes are eventually removed (heartbeat expiry), and the       *)
+(*     survivors of a complete round then form a new round without them.   *)
 (***************************************************************************)
 EXTENDS Naturals, Integers, FiniteSets
 
 CONSTANTS
+    Variant,            \* "PyTorch" (2.13 as it ships) | "Reference" (protoref)
     Nodes,              \* node descriptors; NodeIndex orders them
     MinNodes,           \* RendezvousSettings.min_nodes
     MaxNodes,           \* RendezvousSettings.max_nodes
@@ -104,14 +127,36 @@ SleeperWakesEarly == FALSE
 (* TRUE in traces of the real handler, whose callers may ask any time.     *)
 ReadOnlySyncs == FALSE
 
-ASSUME /\ NodeIndex \in [Nodes -> Nat] /\ Nodes # {}
+(* How a node that returned from next_rendezvous calls it again.  FALSE:   *)
+(* at any moment (an agent whose workers failed restarts them).  TRUE:     *)
+(* only as torch's elastic agent does for a healthy group                  *)
+(* (SimpleElasticAgent._invoke_run): it restarts its workers and           *)
+(* re-rendezvouses when num_nodes_waiting() > 0, i.e. when its copy, just  *)
+(* refreshed by a ReadOnlySync (or served from the read cache), has a      *)
+(* non-empty wait list.  Needs ReadOnlySyncs.                              *)
+ElasticAgent == FALSE
+
+(* Cross-host clocks.  torch stamps heartbeats and the last-call deadline  *)
+(* with the writing host's datetime.now(utc) and compares them with the    *)
+(* reading host's clock.  The spec keeps true ages; the override points    *)
+(* Expired, ArmedDeadline and DeadlinePassed below say how a reader sees a *)
+(* stamp, and MaxClockSkew (ticks; 0: one clock) widens the saturation     *)
+(* bounds so that no skewed reader can tell saturated values apart.        *)
+(* MCDynamicRendezvousClocks sets them.                                    *)
+MaxClockSkew == 0
+
+ASSUME /\ Variant \in {"PyTorch", "Reference"}
+       /\ NodeIndex \in [Nodes -> Nat] /\ Nodes # {}
        /\ MinNodes \in Nat \ {0} /\ MaxNodes \in Nat /\ MinNodes <= MaxNodes
        /\ Closers \subseteq Nodes /\ MaxCrashes \in Nat
        /\ {JoinTimeout, LastCallTimeout, CloseTimeout, HeartbeatTimeout,
            KeepAliveInterval, KeepAliveMaxAttempt, RollbackPeriod} \subseteq Nat
 
+Reference == Variant = "Reference"
+
 HeartbeatExpiry == KeepAliveInterval * KeepAliveMaxAttempt
-HbCap == HeartbeatExpiry + 1           \* saturated age: expired
+HbCap == HeartbeatExpiry + 1 + MaxClockSkew   \* saturated age: expired for every reader
+MaxDeadline == LastCallTimeout + MaxClockSkew  \* largest stored last-call value
 OpDeadlineFloor == -(RollbackPeriod + 1)  \* saturated op deadline: past the rollback window
 
 VARIABLES
@@ -168,6 +213,23 @@ CompletionRank(s, m) == Cardinality({k \in Parts(s) : Before(k, m)})
 LastCallArmedAt == MinNodes
 \* The join op's count test for MARK_RENDEZVOUS_COMPLETE.
 CompletionAllowed(c) == MinNodes <= c /\ c <= MaxNodes
+\* _add_to_participants completes the round when the count becomes exactly this.
+CompletesAtCount(c) == c = MaxNodes
+\* _add_to_participants: the joining node leaves the wait list.
+WaitListAfterJoin(n, s) == s.waitList \ {n}
+\* The epilogue disarms the last call of an incomplete round below min_nodes.
+LastCallDisarmed(s) == [s EXCEPT !.deadline = NoDeadline]
+\* The round a round advances to (a liveness model may forget round numbers:
+\* MCDynamicRendezvous's SameRound).
+NextRound(r) == r + 1
+\* _sanitize on reader n's host: m's heartbeat, true age `age`, is expired.
+Expired(n, m, age) == age > HeartbeatExpiry
+\* The last-call value n stores when it arms it (now + last_call on n's clock).
+ArmedDeadline(n) == LastCallTimeout
+\* n compares a stored last-call value d with its own clock: d < now.
+DeadlinePassed(n, d) == d < 0
+\* The join op reads `closed` (rule 1) from n's copy.
+IsClosed(n) == local[n].closed
 
 -----------------------------------------------------------------------------
 (* Time.                                                                   *)
@@ -178,7 +240,7 @@ Age(v) == IF v = NoState THEN v ELSE AgeState(v)
 
 PastOpDeadline(n) == opDl[n] < 0                     \* time.monotonic() > deadline
 InRollbackWindow(n) == opDl[n] >= -RollbackPeriod    \* now <= deadline + rollback_period
-LastCallPassed(n) == local[n].deadline # NoDeadline /\ local[n].deadline < 0   \* deadline < now (UTC)
+LastCallPassed(n) == local[n].deadline # NoDeadline /\ DeadlinePassed(n, local[n].deadline)  \* deadline < now (UTC)
 
 (* _should_keep_alive: n has a heartbeat entry at least keep_alive_interval old. *)
 KeepAliveDue(n) ==
@@ -191,16 +253,29 @@ HeartbeatDue(n) ==
     n \in DOMAIN Cur.lastHeartbeats /\ Cur.lastHeartbeats[n] >= KeepAliveInterval
 
 -----------------------------------------------------------------------------
-(* _remove_participant_epilogue *)
+(* _remove_participant_epilogue, after a participant left (exit op,        *)
+(* rollback or sanitize).  PyTorch: a complete round advances only when    *)
+(* its last participant leaves; until then it stays complete, at the same  *)
+(* number, with the rest.  Reference: any leave ends a complete round: it  *)
+(* advances and the remaining participants move to the wait list (their   *)
+(* ranks are void), so every node returning from a complete round returns *)
+(* the membership it completed with (G1), and the survivors of a dead      *)
+(* participant count as waiting, so their agents re-rendezvous (G5).       *)
 Epilogue(s) ==
     IF s.complete
-    THEN IF Parts(s) = {} THEN [s EXCEPT !.complete = FALSE, !.round = @ + 1] ELSE s
-    ELSE IF Count(s) < MinNodes THEN [s EXCEPT !.deadline = NoDeadline] ELSE s
+    THEN IF Parts(s) = {}
+         THEN [s EXCEPT !.complete = FALSE, !.round = NextRound(@)]
+         ELSE IF Reference
+         THEN [s EXCEPT !.complete = FALSE, !.round = NextRound(@),
+                        !.participants = EmptyFn, !.waitList = @ \cup Parts(s)]
+         ELSE s
+    ELSE IF Count(s) < MinNodes THEN LastCallDisarmed(s) ELSE s
 
-(* _BackendRendezvousStateHolder._sanitize: drop nodes whose last heartbeat *)
-(* is older than keep_alive_interval * keep_alive_max_attempt.             *)
-Sanitize(s) ==
-    LET D == {m \in DOMAIN s.lastHeartbeats : s.lastHeartbeats[m] > HeartbeatExpiry}
+(* _BackendRendezvousStateHolder._sanitize on node n's copy s: drop nodes  *)
+(* whose last heartbeat is older than keep_alive_interval *                *)
+(* keep_alive_max_attempt (as n's clock sees it).                          *)
+Sanitize(n, s) ==
+    LET D == {m \in DOMAIN s.lastHeartbeats : Expired(n, m, s.lastHeartbeats[m])}
         t == [s EXCEPT !.lastHeartbeats = Restrict(s.lastHeartbeats, D),
                        !.participants = Restrict(s.participants, D),
                        !.waitList = s.waitList \ D,
@@ -216,12 +291,12 @@ MarkCompleteFn(s) ==
               !.participants = [m \in Parts(s) |-> CompletionRank(s, m)]]
 
 AddToParticipantsFn(n, s) ==
-    LET s1 == [s EXCEPT !.waitList = @ \ {n},
+    LET s1 == [s EXCEPT !.waitList = WaitListAfterJoin(n, s),
                         !.participants = Put(@, n, InitialRank(s)),
                         !.lastHeartbeats = Put(@, n, 0)]
         s2 == IF Count(s1) = LastCallArmedAt
-              THEN [s1 EXCEPT !.deadline = LastCallTimeout] ELSE s1
-    IN IF Count(s2) = MaxNodes THEN MarkCompleteFn(s2) ELSE s2
+              THEN [s1 EXCEPT !.deadline = ArmedDeadline(n)] ELSE s1
+    IN IF CompletesAtCount(Count(s2)) THEN MarkCompleteFn(s2) ELSE s2
 
 AddToWaitListFn(n, s) ==
     [s EXCEPT !.redundancyList = @ \ {n}, !.waitList = @ \cup {n},
@@ -247,8 +322,8 @@ MarkClosedFn(s) == [s EXCEPT !.closed = TRUE]
 (* TLA+ actions below: SYNC is "Delay", FINISH "Finish", and the join op's *)
 (* RendezvousGracefulExitError "GracefulExit".                             *)
 
-\* Rule conditions of the join op, named as in 2.13's _RendezvousJoinOp.
-IsClosed(n) == local[n].closed
+\* Rule conditions of the join op, named as in 2.13's _RendezvousJoinOp
+\* (IsClosed is an override point, above).
 InRedundancyList(n) == n \in local[n].redundancyList
 InWaitList(n) == n \in local[n].waitList
 IsParticipant(n) == n \in Parts(local[n])
@@ -313,10 +388,15 @@ Decides(n, a) == pc[n] = "decide" /\ Decision(n) = a
 (* Handler actions: an op starts.                                          *)
 
 (* DynamicRendezvousHandler.next_rendezvous: stop heartbeats, one deadline *)
-(* now + join timeout for the exit op and then the join op.  G1, G3.       *)
+(* now + join timeout for the exit op and then the join op.  Under        *)
+(* ElasticAgent a node that returned restarts only when its agent saw      *)
+(* num_nodes_waiting() > 0 (its fresh copy has a wait list).  G1, G3, G5.  *)
+AgentSeesWaiting(n) == fresh[n] /\ local[n].waitList # {}
+
 NextRendezvous(n) ==
     /\ pc[n] = "idle"
     /\ result[n] \in {"none", "ok", "timeout"}
+    /\ ElasticAgent /\ result[n] = "ok" => AgentSeesWaiting(n)
     /\ pc' = [pc EXCEPT ![n] = "sync"]
     /\ op' = [op EXCEPT ![n] = "exit"]
     /\ opDl' = [opDl EXCEPT ![n] = JoinTimeout]
@@ -352,7 +432,7 @@ SyncReady(n) == pc[n] = "sync" \/ (pc[n] = "sleep" /\ (~fresh[n] \/ SleeperWakes
 
 AfterSync(n, s) ==
     /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
-    /\ local' = [local EXCEPT ![n] = Sanitize(s)]
+    /\ local' = [local EXCEPT ![n] = Sanitize(n, s)]
     /\ dirty' = [dirty EXCEPT ![n] = FALSE]
     /\ fresh' = [fresh EXCEPT ![n] = TRUE]
     /\ pc' = [pc EXCEPT ![n] = "decide"]
@@ -377,7 +457,7 @@ SyncWriteWon(n) ==
     /\ SyncReady(n) /\ dirty[n]
     /\ CasMatches(n) \/ store = local[n]
     /\ store' = local[n]
-    /\ local' = [local EXCEPT ![n] = Sanitize(local[n])]
+    /\ local' = [local EXCEPT ![n] = Sanitize(n, local[n])]
     /\ dirty' = [dirty EXCEPT ![n] = FALSE]
     /\ fresh' = [fresh EXCEPT ![n] = TRUE]
     /\ pc' = [pc EXCEPT ![n] = "decide"]
@@ -403,7 +483,7 @@ ReadOnlySync(n) ==
     /\ IF fresh[n]
        THEN UNCHANGED <<tokenCurrent, local, fresh>>
        ELSE /\ tokenCurrent' = [tokenCurrent EXCEPT ![n] = TRUE]
-            /\ local' = [local EXCEPT ![n] = Sanitize(Load(store))]
+            /\ local' = [local EXCEPT ![n] = Sanitize(n, Load(store))]
             /\ fresh' = [fresh EXCEPT ![n] = TRUE]
     /\ UNCHANGED <<store, dirty, pc, op, opDl, result, view>>
 
@@ -605,11 +685,18 @@ Spec == Init /\ [][Next]_vars
 (* idle, crashed, stopped).  "Keep joining": a node whose next_rendezvous  *)
 (* timed out calls it again at once; a member's heartbeat timer fires as   *)
 (* soon as its heartbeat is due; a node that never joined joins eventually.*)
+\* Under ElasticAgent the agent of a returned node polls num_nodes_waiting()
+\* at least once a tick (torch: every monitor_interval, 0.1 s by default) and
+\* restarts at once when it sees a waiting node.
+AgentPolls(n) == ElasticAgent /\ pc[n] = "idle" /\ result[n] = "ok" /\ ~fresh[n]
+AgentRestarts(n) == ElasticAgent /\ pc[n] = "idle" /\ result[n] = "ok" /\ AgentSeesWaiting(n)
+
 Busy(n) ==
     \/ pc[n] \in {"sync", "decide"}
     \/ pc[n] = "sleep" /\ ~fresh[n]
     \/ pc[n] = "idle" /\ result[n] = "timeout"
     \/ pc[n] = "idle" /\ result[n] = "ok" /\ HeartbeatDue(n)
+    \/ AgentPolls(n) \/ AgentRestarts(n)
 
 FastTick == Tick /\ \A n \in Nodes : ~Busy(n)
 
@@ -619,6 +706,8 @@ NodeProgress(n) ==
     \/ SyncStep(n) \/ DecideStep(n)
     \/ result[n] \in {"none", "timeout"} /\ NextRendezvous(n)
     \/ HeartbeatDue(n) /\ KeepAliveTimer(n)
+    \/ AgentPolls(n) /\ ReadOnlySync(n)
+    \/ AgentRestarts(n) /\ NextRendezvous(n)
 
 \* The same timing assumption without fairness: a smaller state graph for
 \* quick safety checks (its behaviours are a subset of Spec's).
@@ -639,7 +728,7 @@ IsState(s) ==
     /\ DOMAIN s = {"round", "complete", "deadline", "closed", "participants",
                    "waitList", "redundancyList", "lastHeartbeats"}
     /\ s.round \in Nat /\ s.complete \in BOOLEAN /\ s.closed \in BOOLEAN
-    /\ s.deadline = NoDeadline \/ s.deadline \in -1..LastCallTimeout
+    /\ s.deadline = NoDeadline \/ s.deadline \in -1..MaxDeadline
     /\ Parts(s) \subseteq Nodes
     /\ \A m \in Parts(s) : s.participants[m] \in 0..(MaxNodes - 1)
     /\ s.waitList \subseteq Nodes /\ s.redundancyList \subseteq Nodes
@@ -669,15 +758,14 @@ Disjoint(s) ==
     /\ s.waitList \cap s.redundancyList = {}
 ListsDisjointInv == Disjoint(Cur) /\ \A n \in Nodes : Disjoint(local[n])
 
-\* Ranks of a complete round are distinct, below max_nodes, and increase
-\* with the node order.  (At completion they are exactly 0..n-1, see
-\* CompletionRanksProp; when participants leave a complete round the rest
-\* keep their ranks, so gaps appear, but these three parts still hold.)  G1.
+\* Ranks of a complete round are distinct and increase with the node order.
+\* (At completion they are exactly 0..n-1, see CompletionRanksProp; in 2.13,
+\* when participants leave a complete round the rest keep their ranks, so
+\* gaps appear, but these two parts still hold.)  "Below max_nodes" is part
+\* of TypeOK.  G1.
 RanksDistinctInv ==
     Cur.complete =>
         \A x, y \in Parts(Cur) : x # y => Cur.participants[x] # Cur.participants[y]
-RanksBelowMaxInv ==
-    Cur.complete => \A x \in Parts(Cur) : Cur.participants[x] < MaxNodes
 RanksFollowNodeOrderInv ==
     Cur.complete =>
         \A x, y \in Parts(Cur) : Before(x, y) => Cur.participants[x] < Cur.participants[y]
@@ -688,16 +776,34 @@ DeadlineArmedInv ==
     /\ Cur.complete => Cur.deadline = NoDeadline
     /\ ~Cur.complete => (Cur.deadline # NoDeadline <=> Count(Cur) >= MinNodes)
 
-\* Two nodes never return different ranks for the same round.  G1.
-RankAgreementInv ==
-    \A m, n \in Nodes :
-        view[m].round = view[n].round /\ view[m].round >= 0 =>
-            \A x \in DOMAIN view[m].ranks \cap DOMAIN view[n].ranks :
-                view[m].ranks[x] = view[n].ranks[x]
+\* What next_rendezvous returned to n (_get_world): rank view[n].ranks[n],
+\* world size the number of members of view[n].ranks.
+Returned(n) == view[n].round >= 0
+HasRank(n) == n \in DOMAIN view[n].ranks
+WorldSize(n) == Cardinality(DOMAIN view[n].ranks)
 
-\* A node returns from next_rendezvous only as a participant of its round.
-ViewHasSelfInv ==
-    \A n \in Nodes : view[n].round >= 0 => n \in DOMAIN view[n].ranks
+\* A node returns a rank below the world size it returns (a trainer with
+\* RANK >= WORLD_SIZE cannot start).  NOT what 2.13 does (Variant "PyTorch":
+\* a node still in its join op when a participant leaves the complete round
+\* returns the shrunk membership with its old rank).  G1.
+RankBelowWorldInv ==
+    \A n \in Nodes : Returned(n) => HasRank(n) /\ view[n].ranks[n] < WorldSize(n)
+
+\* Nodes returning from the same round return the same world: the same
+\* members with the same ranks.  NOT what 2.13 does (see RankBelowWorldInv).
+\* G1.
+WorldAgreementInv ==
+    \A m, n \in Nodes :
+        Returned(m) /\ view[m].round = view[n].round => view[m].ranks = view[n].ranks
+
+\* Two nodes returning from the same round never return the same rank.  What
+\* G2 (no lost update) buys: if a write based on a stale copy could win, two
+\* nodes that each added themselves to an empty round could each complete it
+\* alone.  G1, G2.
+ReturnedRanksDistinctInv ==
+    \A m, n \in Nodes :
+        m # n /\ Returned(m) /\ view[m].round = view[n].round /\ HasRank(m) /\ HasRank(n)
+            => view[m].ranks[m] # view[n].ranks[n]
 
 \* (Difference 6) A wait-listed node of a complete round has room to join:
 \* NOT guaranteed by 2.13, checked by a must-fail model.
@@ -712,29 +818,51 @@ ClosedStableProp == [][Cur.closed => Cur'.closed]_store
 RoundMonotoneProp == [][Cur'.round >= Cur.round]_store
 \* The round advances only past a complete round, by one.  G1.
 RoundAdvanceProp == [][Cur'.round # Cur.round => Cur.complete /\ Cur'.round = Cur.round + 1]_store
-\* Whenever a node's pending change reaches the store (its dirty flag clears
-\* and the store changes), no other write landed since the node read the
-\* state its change is based on (its token is current).  Ticks age the
-\* store but write nothing.  G2.
-NoLostUpdateProp ==
-    [][\A n \in Nodes : dirty[n] /\ ~dirty'[n] /\ store' # store => tokenCurrent[n]]_vars
 \* A round completes with min..max participants.  G1.
 CompletionCountProp == [][Completes => MinNodes <= Count(Cur') /\ Count(Cur') <= MaxNodes]_store
 \* A round completes with ranks exactly 0..n-1 in sorted node order.  G1.
 CompletionRanksProp == [][Completes => Ranks(Cur') = SortedRanks(Cur')]_store
-\* A complete round only loses participants (keeping their ranks) until the
-\* last one leaves and the round advances.  G1.
+\* A complete round keeps its members and their ranks until it advances:
+\* nobody leaves it, joins it or is re-ranked, so every node returning from
+\* it returns the world it completed with.  NOT what 2.13 does (Variant
+\* "PyTorch": a leaving participant keeps the round complete, shrunk).  G1.
 CompleteRoundFrozenProp ==
     [][Cur.complete /\ Cur'.round = Cur.round =>
-         /\ Cur'.complete
-         /\ Parts(Cur') \subseteq Parts(Cur)
-         /\ \A x \in Parts(Cur') : Cur'.participants[x] = Cur.participants[x]]_store
+         Cur'.complete /\ Cur'.participants = Cur.participants]_store
+
+\* Nobody but the node itself takes an up node out of the rendezvous: a
+\* sanitize drops only nodes that crashed or stopped, because every node
+\* that is up heartbeats in time (under FastSafetySpec's timing).  The
+\* converse of G5; what cross-host clock skew breaks
+\* (MCDynamicRendezvousClocks).  G5.
+Members(s) == Parts(s) \cup s.waitList \cup s.redundancyList
+LiveNodeKeptProp ==
+    [][\A m \in Nodes :
+         m \in Members(Cur) /\ m \notin Members(Cur') /\ pc[m] \notin {"crashed", "stopped"}
+            => dirty[m] /\ ~dirty'[m]]_vars
 
 \* ---- Liveness (under FastSpec). ----
 \* G3: while enough nodes are up and the rendezvous is open, an incomplete
 \* round eventually completes.
 RoundCompletesProp ==
     ~Cur.complete ~> (Cur.complete \/ Cur.closed \/ Cardinality(Up) < MinNodes)
+\* G5: a crashed node eventually leaves the rendezvous: a survivor's
+\* sanitize drops it and that survivor's next write (its heartbeat, at the
+\* latest) publishes it, unless no node is left up to write.
+DeadNodeRemovedProp ==
+    \A d \in Nodes :
+        (pc[d] = "crashed" /\ d \in Members(Cur)) ~> (d \notin Members(Cur) \/ Up = {})
+\* G5: a node that returned a world containing a crashed node eventually
+\* returns a world without it (the survivors form a new round), unless it
+\* stops or crashes, the rendezvous closes, or fewer than min_nodes are up.
+\* NOT what 2.13 does (pytorch#111646): sanitize drops the dead participant
+\* from the complete round but adds nobody to the wait list, so an elastic
+\* agent (which re-rendezvouses only when num_nodes_waiting() > 0) never does.
+SurvivorsRegroupProp ==
+    \A d, s \in Nodes :
+        (pc[d] = "crashed" /\ pc[s] \notin {"crashed", "stopped"} /\ d \in DOMAIN view[s].ranks)
+            ~> (\/ d \notin DOMAIN view[s].ranks \/ pc[s] \in {"crashed", "stopped"}
+                \/ Cur.closed \/ Cardinality(Up) < MinNodes)
 \* G4: after a close, every running next_rendezvous eventually returns.
 ClosedJoinEndsProp ==
     \A n \in Nodes : (Cur.closed /\ op[n] \in {"exit", "join"}) ~> (op[n] \notin {"exit", "join"})

@@ -158,6 +158,10 @@ def table(cex: Counterexample) -> str:
     if cex.loops_to is not None:
         back = next(s for s in cex.states if s.index == cex.loops_to)
         rows.append(f"\nThen back to state {back.index} ({back.action}): the loop repeats forever.")
+    first = cex.states[0].values
+    if "offset" in first:  # MCDynamicRendezvousClocks: each host's clock, ahead of true time
+        ahead = ", ".join(f"node {n}: {at(first['offset'], n)}" for n in nodes_of(first["offset"]))
+        rows.append(f"\nHost clocks, ticks ahead of true time: {ahead}.")
     return "\n".join(rows) + "\n"
 
 

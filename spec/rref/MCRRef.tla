@@ -43,6 +43,8 @@ NoLinks == {}
 ChainLinks == {<<w1, w2>>, <<w2, w3>>, <<w3, w4>>}
 \* user-to-user sharing only: w2 creates on owner w1 and shares with w3.
 UserToUserLinks == {<<w2, w1>>, <<w2, w3>>}
+\* the creator w1 of an RRef owned by w2 shares it with user w3 only (S4).
+CreatorToUser == {<<w1, w3>>}
 \* user-to-owner sharing (S1/S2) plus user-to-user.
 UserLinks == {<<w2, w1>>, <<w2, w3>>, <<w3, w1>>}
 
@@ -85,9 +87,43 @@ ForgetTombstones(w) ==
     /\ tombstones' = [tombstones EXCEPT ![w] = {}]
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers, confirmedUsers,
                    pendingChildren, ownerHeld, selfCalls, users, held, fetching,
-                   fetched, deleted, timedOut, net, phase, stopping, removedForks,
-                   erasedOwners>>
+                   fetched, deleted, timedOut, remoteErrors, net, phase, stopping,
+                   removedForks, erasedOwners>>
 ForgetTombstonesSpec ==
     Init /\ [][Next \/ \E w \in Workers : ForgetTombstones(w)]_vars
+
+(* Planted fault for UniqueIdsInv (the implementation's reuse-ids fault,  *)
+(* protoref.rref.faults): rpc.remote advances nextLocalId_ by one only, so  *)
+(* the creator's ForkId is also the next RRefId.  cfg: RemoteIds <- OneId.  *)
+OneId == 1
+
+(* #31893 undone: agent.join does not wait for the RREF_USER_DELETEs of the *)
+(* sweep, so a context is destroyed with messages to it still in flight.    *)
+(* cfg: JoinDone <- JoinNotAwaited.                                          *)
+JoinNotAwaited(w) == TRUE
+
+\* Children fork again: the creator w1 (rpc.remote on w2) shares with w3, which
+\* shares on with the creator or the owner (IdsDeep: w1 3 ids, w3 1).
+GrandchildLinks == {<<w1, w3>>, <<w3, w1>>, <<w3, w2>>}
+\* Two RRefs shared at once: w1 and w3 each create an RRef on w2 and share it with
+\* the other (DeepLinks).
+IdsTwoCreators == [w \in Workers |-> IF w \in {w1, w3} THEN 3 ELSE 0]
+\* Bounds of the two-RRef models (a state constraint: exhaustive within it): no
+\* OwnerRRef held by application code, which prunes rpc.RRef(obj) so that both RRefs
+\* come from rpc.remote, and no to_here (with one to_here allowed the Reference model
+\* had not finished after 1.39 million distinct states and 25 minutes).
+TwoRRefBounds ==
+    /\ \A w \in Workers : ownerHeld[w] = {}
+    /\ fetched = {}
+\* w1 and w3 play the same part in the two-RRef models (same id budget, DeepLinks,
+\* both create on w2): swapping them is a symmetry of those instances (safety only).
+SymCreators == Permutations({w1, w3})
+\* Self sharing: w1 creates an RRef on w2 and may share it with itself; the owner
+\* w2 may share its OwnerRRef with itself.
+IdsSelfShare == [w \in Workers |-> IF w = w1 THEN 3 ELSE 1]
+
+\* Sending an RRef to oneself in a user RPC (torch allows it; protoref refuses it).
+SelfLinks == {<<w, w>> : w \in Workers}
+AllAndSelfLinks == AllLinks \cup SelfLinks
 
 =============================================================================

@@ -31,13 +31,17 @@
 (*  - "PyTorch": what PyTorch 2.13 does (no tombstones, timeouts with late *)
 (*    processing, fetches after delete park in pendingOwners_, the owner   *)
 (*    creates an empty OwnerRRef when it unpickles its own RRef, self-     *)
-(*    remote timeouts delete the self fork).                               *)
+(*    remote timeouts delete the self fork), with two faults of its own,  *)
+(*    each behind a constant: an UNKNOWN error of rpc.remote leaves the    *)
+(*    creator pending for ever (UnknownErrors), and sendWithRetries gives  *)
+(*    up on a control message (RetryExhaustion).                           *)
 (*  - "Reference": the protocol our implementation follows; every          *)
 (*    difference is marked IF Reference and justified in docs/rref.md by   *)
 (*    a counterexample of the PyTorch variant.                             *)
 (* Ablations: G1 = FALSE drops the USER_DELETE of a destroyed UserRRef;   *)
 (* workers outside G2Workers do not keep a parent alive until its child   *)
-(* is accepted.                                                            *)
+(* is accepted; MCRRef cfgs override RemoteIds or JoinDone for the planted *)
+(* faults of MCRRef_reuseIds and MCRRef_pytorch31893.                      *)
 (*                                                                         *)
 (* What is abstracted away                                                 *)
 (*  - Values, types, the UDFs themselves (a received RRef is simply held   *)
@@ -45,12 +49,17 @@
 (*  - Request/response pairing of user RPCs: PYTHON_CALL stands for any    *)
 (*    user message that pickles an RRef (argument or return value); the    *)
 (*    gating of UDFs on pending users (#34497) is not modelled, which only *)
-(*    adds behaviours (return values are never gated in PyTorch).          *)
+(*    adds behaviours (return values are never gated in PyTorch); a call   *)
+(*    carries one RRef, so the coupling gating creates between two RRefs   *)
+(*    of one call under PyTorch's faults is argued in docs/rref.md ("One   *)
+(*    RRef at a time"), not modelled.  Links may hold <<w, w>>: an RRef    *)
+(*    sent to oneself.                                                      *)
 (*  - Thread scheduling: each handler runs atomically under the context    *)
 (*    mutex; callbacks are separate steps.                                 *)
 (*  - Real time: a timeout may fire at any moment while its future is      *)
-(*    incomplete.  Retry exhaustion, crashes and lost messages are out of  *)
-(*    scope (the design note's assumptions).                               *)
+(*    incomplete.  Crashes and lost user calls are out of scope (the      *)
+(*    design note's assumptions); retry exhaustion is in scope only as     *)
+(*    the PyTorch fault above.                                             *)
 (*  - Each UserRRef calls to_here at most once and each control message   *)
 (*    is duplicated at most once, so every behaviour is finite; this keeps *)
 (*    the liveness properties checkable under one weak-fairness condition. *)
@@ -69,7 +78,9 @@ CONSTANTS
     Timeouts,     \* BOOLEAN: rpc.remote and to_here may time out
     G1,           \* BOOLEAN: a destroyed UserRRef sends RREF_USER_DELETE
     G2Workers,    \* workers that keep a parent UserRRef until its child is accepted
-    Shutdown      \* BOOLEAN: the graceful shutdown (rpc.shutdown) is modelled
+    Shutdown,     \* BOOLEAN: the graceful shutdown (rpc.shutdown) is modelled
+    UnknownErrors, \* BOOLEAN, PyTorch only: rpc.remote may fail with an UNKNOWN error
+    RetryExhaustion \* BOOLEAN, PyTorch only: sendWithRetries may give up
 
 VARIABLES
     nextId,          \* [Workers -> Nat]: RRefContext::nextLocalId_
@@ -93,6 +104,8 @@ VARIABLES
     fetched,         \* SUBSET Id: UserRRefs that have called to_here (once each)
     deleted,         \* SUBSET Id: UserRRefs destroyed / deletedOnOwner_ set
     timedOut,        \* SUBSET Id: UserRRefs whose rpc.remote timed out (timedOut_)
+    remoteErrors,    \* SUBSET Id: UserRRefs whose rpc.remote future failed with an
+                     \* UNKNOWN error (PyTorch records it nowhere: the callback threw)
     net,             \* set of message records in flight
     phase,           \* [Workers -> {"running", "swept", "destroyed"}]: shutdown progress
     stopping,        \* BOOLEAN: _wait_all_workers has passed; no new user calls
@@ -101,7 +114,7 @@ VARIABLES
 
 vars == <<nextId, owners, pendingOwners, forks, pendingUsers, confirmedUsers,
           pendingChildren, ownerHeld, selfCalls, tombstones, users, held,
-          fetching, fetched, deleted, timedOut, net, phase, stopping,
+          fetching, fetched, deleted, timedOut, remoteErrors, net, phase, stopping,
           removedForks, erasedOwners>>
 
 -----------------------------------------------------------------------------
@@ -195,6 +208,7 @@ Init ==
     /\ fetched = {}
     /\ deleted = {}
     /\ timedOut = {}
+    /\ remoteErrors = {}
     /\ net = {}
     /\ phase = [w \in Workers |-> "running"]
     /\ stopping = FALSE
@@ -214,8 +228,13 @@ CreateLocalRRef(w) ==
     /\ ownerHeld' = [ownerHeld EXCEPT ![w] = @ \cup {<<w, nextId[w]>>}]
     /\ UNCHANGED <<owners, pendingOwners, forks, pendingUsers, confirmedUsers,
                    pendingChildren, selfCalls, tombstones, users, held, fetching,
-                   fetched, deleted, timedOut, net, phase, stopping,
+                   fetched, deleted, timedOut, remoteErrors, net, phase, stopping,
                    removedForks, erasedOwners>>
+
+(* createUserRRef draws the RRefId and then the ForkId from the worker's one *)
+(* counter: two ids per rpc.remote to another worker.  (A planted fault     *)
+(* overrides it: MCRRef_reuseIds.)                                          *)
+RemoteIds == 2
 
 (* rpc.remote(dst, f) on w (api.py remote -> pyRemotePythonUdf).            *)
 (* dst # w: a UserRRef with a fresh RRefId then a fresh ForkId; send        *)
@@ -231,7 +250,7 @@ Remote(w, dst) ==
        IN IF dst # w
           THEN LET f == <<w, nextId[w] + 1>>
                IN /\ nextId[w] + 1 <= MaxLocalId[w]
-                  /\ nextId' = [nextId EXCEPT ![w] = @ + 2]
+                  /\ nextId' = [nextId EXCEPT ![w] = @ + RemoteIds]
                   /\ users' = AddEntry(users, f, [fork |-> f, rref |-> r, owner |-> dst,
                                                     on |-> w, parent |-> NoId])
                   /\ held' = held \cup {f}
@@ -247,7 +266,7 @@ Remote(w, dst) ==
                /\ net' = net \cup {Msg("PYTHON_REMOTE_CALL", w, w, r, w, r, NoId)}
                /\ UNCHANGED <<users, held, pendingUsers>>
     /\ UNCHANGED <<pendingOwners, confirmedUsers, pendingChildren, tombstones,
-                   fetching, fetched, deleted, timedOut, phase, stopping,
+                   fetching, fetched, deleted, timedOut, remoteErrors, phase, stopping,
                    removedForks, erasedOwners>>
 
 (* Pickling an RRef into a user RPC to dst (an argument of rpc_sync/        *)
@@ -283,7 +302,7 @@ PrepareChildFork(w, dst, r, parent) ==
     /\ nextId' = [nextId EXCEPT ![w] = @ + 1]
     /\ UNCHANGED <<pendingOwners, pendingUsers, confirmedUsers, ownerHeld,
                    selfCalls, tombstones, users, held, fetching, fetched,
-                   deleted, timedOut, phase, stopping, removedForks, erasedOwners>>
+                   deleted, timedOut, remoteErrors, phase, stopping, removedForks, erasedOwners>>
 
 (* UserRRef.to_here() on a user: send PYTHON_RREF_FETCH_CALL(r) to the      *)
 (* owner; the call keeps the UserRRef alive while it runs (#28885/#29306).  *)
@@ -300,7 +319,7 @@ ToHere(w, f) ==
         /\ net' = net \cup {Msg("PYTHON_RREF_FETCH_CALL", w, u.owner, u.rref, u.owner, f, NoId)}
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
-                   tombstones, users, held, deleted, timedOut, phase, stopping,
+                   tombstones, users, held, deleted, timedOut, remoteErrors, phase, stopping,
                    removedForks, erasedOwners>>
 
 (* Python drops its last reference to a UserRRef (garbage collection).      *)
@@ -310,7 +329,7 @@ DropRRef(w, f) ==
     /\ held' = held \ {f}
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
-                   tombstones, users, fetching, fetched, deleted, timedOut,
+                   tombstones, users, fetching, fetched, deleted, timedOut, remoteErrors,
                    net, phase, stopping, removedForks, erasedOwners>>
 
 (* Python drops an OwnerRRef it holds.  Deletion from owners_ never depends *)
@@ -320,7 +339,7 @@ DropOwnerRRef(w, r) ==
     /\ ownerHeld' = [ownerHeld EXCEPT ![w] = @ \ {r}]
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, selfCalls, tombstones,
-                   users, held, fetching, fetched, deleted, timedOut, net,
+                   users, held, fetching, fetched, deleted, timedOut, remoteErrors, net,
                    phase, stopping, removedForks, erasedOwners>>
 
 -----------------------------------------------------------------------------
@@ -338,7 +357,7 @@ RetrySend(m) ==
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
                    tombstones, users, held, fetching, fetched, deleted,
-                   timedOut, phase, stopping, removedForks, erasedOwners>>
+                   timedOut, remoteErrors, phase, stopping, removedForks, erasedOwners>>
 
 (* A first attempt that was retried is lost for good: the connection it    *)
 (* was written on broke before the receiver applied it (a runtime that      *)
@@ -353,7 +372,7 @@ LoseFirstAttempt(m) ==
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
                    tombstones, users, held, fetching, fetched, deleted,
-                   timedOut, phase, stopping, removedForks, erasedOwners>>
+                   timedOut, remoteErrors, phase, stopping, removedForks, erasedOwners>>
 
 (* The future of rpc.remote(timeout=...) fails with TIMEOUT while the call  *)
 (* may still be processed later.  f # r: confirmPendingUser's error path   *)
@@ -368,6 +387,7 @@ TimeOutRemote(w, r, f) ==
        THEN \E u \in UserOn(w, f) :
             /\ u.rref = r /\ u.parent = NoId
             /\ f \in pendingUsers[w]
+            /\ f \notin remoteErrors  \* the future already failed (FailRemote)
             /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \ {f}]
             /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {f}]
             /\ timedOut' = timedOut \cup {f}
@@ -380,7 +400,7 @@ TimeOutRemote(w, r, f) ==
             /\ UNCHANGED <<pendingUsers, confirmedUsers, timedOut>>
     /\ UNCHANGED <<nextId, pendingOwners, pendingChildren, ownerHeld,
                    tombstones, users, held, fetching, fetched, deleted, net,
-                   phase, stopping>>
+                   phase, stopping, remoteErrors>>
 
 (* to_here(timeout=...) raises TIMEOUT; the FETCH may still be processed.   *)
 (* PyTorch: the call returns, so the UserRRef is no longer kept alive by it *)
@@ -395,8 +415,66 @@ TimeOutToHere(w, f) ==
     /\ fetching' = fetching \ {f}
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
-                   tombstones, users, held, fetched, deleted, timedOut, net,
+                   tombstones, users, held, fetched, deleted, timedOut, remoteErrors, net,
                    phase, stopping, removedForks, erasedOwners>>
+
+(* rpc.remote's future fails with an error other than a timeout            *)
+(* (RPCErrorType::UNKNOWN_ERROR): the callee could not deserialize or run   *)
+(* the request before assignOwnerRRef (say, it cannot import the function), *)
+(* answers EXCEPTION and creates no OwnerRRef; the PYTHON_REMOTE_CALL is    *)
+(* consumed and the caller's callback runs in the same step.  PyTorch's     *)
+(* callbacks (callback::confirmPendingUser for f # r,                       *)
+(* callback::finishCreatingOwnerRRef for f = r) call RRef::handleError,     *)
+(* whose UNKNOWN handler throws (RRefContext::handleException) before       *)
+(* delPendingUser / delForkOfOwner: the creator stays in pendingUsers_ for  *)
+(* ever (never deletable; the shutdown sweep waits out its timeout), and a  *)
+(* self remote keeps its self fork, so its OwnerRRef leaks.  The RRef is    *)
+(* not marked timed out: to_here and forks go on, and a fetch parks on the  *)
+(* owner for ever.  A future that already timed out drops the error.        *)
+(* PyTorch only: the Reference stores any failure of the call in the        *)
+(* OwnerRRef and answers REMOTE_RET, as for an exception the function       *)
+(* raises, so its future fails only by timeout (TimeOutRemote, which        *)
+(* confirms).  Reproduced on torch 2.13 in docs/rref.md, section 6.         *)
+FailRemote(w, r, f) ==
+    /\ UnknownErrors
+    /\ ~Reference
+    /\ \E m \in net :
+        /\ m.type = "PYTHON_REMOTE_CALL" /\ m.src = w /\ m.rref = r /\ m.fork = f
+        /\ net' = net \ {m}
+    /\ IF f # r
+       THEN IF f \in pendingUsers[w] /\ f \notin remoteErrors
+            THEN remoteErrors' = remoteErrors \cup {f}
+            ELSE UNCHANGED remoteErrors
+       ELSE UNCHANGED remoteErrors
+    /\ selfCalls' = IF f = r THEN [selfCalls EXCEPT ![w] = @ \ {r}] ELSE selfCalls
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, tombstones, users,
+                   held, fetching, fetched, deleted, timedOut, phase, stopping,
+                   removedForks, erasedOwners>>
+
+(* sendWithRetries gives up: every attempt of a retried control message     *)
+(* failed, so it is never delivered (RpcAgent::retryExpiredRpcs fails the   *)
+(* future once maxRetries, 5, are used up, 1 s x 1.5^k apart, each attempt   *)
+(* with the RPC timeout).  The callbacks throw (handleException) before     *)
+(* doing anything: after RREF_FORK_REQUEST, finishForkRequest never runs    *)
+(* (the child stays in pendingUsers_ and its parent never gets              *)
+(* RREF_CHILD_ACCEPT); after RREF_CHILD_ACCEPT the parent keeps its         *)
+(* pendingChildren_ entry; after RREF_USER_DELETE the owner keeps the fork. *)
+(* PyTorch only: the Reference retries until the message is delivered (the *)
+(* design note assumes every worker stays reachable; the implementation    *)
+(* re-sends on every new connection).  Only a message not yet retried       *)
+(* (dup = 0) is taken: all its attempts are lost.                           *)
+ExhaustRetries(m) ==
+    /\ RetryExhaustion
+    /\ ~Reference
+    /\ m \in net
+    /\ m.type \in Retried
+    /\ m.dup = 0
+    /\ net' = net \ {m}
+    /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
+                   confirmedUsers, pendingChildren, ownerHeld, selfCalls,
+                   tombstones, users, held, fetching, fetched, deleted,
+                   timedOut, remoteErrors, phase, stopping, removedForks, erasedOwners>>
 
 -----------------------------------------------------------------------------
 (* Protocol steps (weakly fair): message handlers and callbacks             *)
@@ -415,7 +493,7 @@ DelUser(w, f) ==
                     ELSE net
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    pendingChildren, ownerHeld, selfCalls, tombstones, users,
-                   held, fetching, fetched, timedOut, phase, stopping,
+                   held, fetching, fetched, timedOut, remoteErrors, phase, stopping,
                    removedForks, erasedOwners>>
 
 (* Owner w processes PYTHON_REMOTE_CALL(r, f): the UDF runs, then          *)
@@ -450,7 +528,7 @@ AssignOwnerRRef(w, r, f) ==
                         ELSE [pendingOwners EXCEPT ![w] = @ \ ParkedFetches(w, r)]
     /\ UNCHANGED <<nextId, pendingUsers, confirmedUsers, pendingChildren,
                    ownerHeld, selfCalls, tombstones, users, held, fetching,
-                   fetched, deleted, timedOut, phase, stopping>>
+                   fetched, deleted, timedOut, remoteErrors, phase, stopping>>
 
 (* Creator w processes REMOTE_RET(r, f), f # r: confirmPendingUser ->      *)
 (* delPendingUser(f) moves the UserRRef to confirmedUsers_.  A late reply  *)
@@ -465,7 +543,7 @@ ConfirmPendingUser(w, r, f) ==
              ELSE UNCHANGED <<pendingUsers, confirmedUsers>>
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingChildren,
                    ownerHeld, selfCalls, tombstones, users, held, fetching,
-                   fetched, deleted, timedOut, phase, stopping, removedForks,
+                   fetched, deleted, timedOut, remoteErrors, phase, stopping, removedForks,
                    erasedOwners>>
 
 (* Self-remote caller w processes REMOTE_RET(r, r): finishCreatingOwnerRRef *)
@@ -482,7 +560,7 @@ FinishCreatingOwnerRRef(w, r) ==
              ELSE UNCHANGED <<selfCalls, forks, owners, removedForks, erasedOwners>>
     /\ UNCHANGED <<nextId, pendingOwners, pendingUsers, confirmedUsers,
                    pendingChildren, ownerHeld, tombstones, users, held,
-                   fetching, fetched, deleted, timedOut, phase, stopping>>
+                   fetching, fetched, deleted, timedOut, remoteErrors, phase, stopping>>
 
 (* Owner w processes PYTHON_RREF_FETCH_CALL(r) from UserRRef f:            *)
 (* retrieveOwnerRRef -> getOwnerRRef(r).  If owners_[r] exists the value is *)
@@ -498,7 +576,7 @@ RetrieveOwnerRRef(w, r, f) ==
                /\ pendingOwners' = [pendingOwners EXCEPT ![w] = @ \cup {<<r, f, m.src>>}]
     /\ UNCHANGED <<nextId, owners, forks, pendingUsers, confirmedUsers,
                    pendingChildren, ownerHeld, selfCalls, tombstones, users,
-                   held, fetching, fetched, deleted, timedOut, phase, stopping,
+                   held, fetching, fetched, deleted, timedOut, remoteErrors, phase, stopping,
                    removedForks, erasedOwners>>
 
 (* User w receives the value: the to_here future completes (a late reply   *)
@@ -509,7 +587,7 @@ ReceiveFetchRet(w, r, f) ==
         /\ fetching' = fetching \ {f}
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
-                   tombstones, users, held, fetched, deleted, timedOut, phase,
+                   tombstones, users, held, fetched, deleted, timedOut, remoteErrors, phase,
                    stopping, removedForks, erasedOwners>>
 
 (* Worker w unpickles an RRef (r, child ForkId c) from a user RPC:         *)
@@ -523,9 +601,16 @@ ReceiveFetchRet(w, r, f) ==
 (*  - the parent is the owner (owner -> user): addConfirmedUser(c).        *)
 (*  - otherwise (user -> user): send RREF_FORK_REQUEST(r, c) to the owner  *)
 (*    and addPendingUser(c).                                                *)
+(*  - the owner sent its own RRef to itself (Links holds <<w, w>>):         *)
+(*    delForkOfOwner(r, c) undoes prepareChildFork's early registration    *)
+(*    (both variants).  A user sending to itself is the user -> user case.  *)
 GetOrCreateRRef(w, r, c) ==
     /\ \E m \in InFlight("PYTHON_CALL", w, r, c) :
-        IF m.owner = w
+        IF m.owner = w /\ m.src = w
+        THEN /\ net' = net \ {m}
+             /\ DelForkLocally(w, r, c)
+             /\ UNCHANGED <<pendingOwners, users, held, pendingUsers, confirmedUsers>>
+        ELSE IF m.owner = w
         THEN /\ owners' = IF Reference THEN owners
                           ELSE [owners EXCEPT ![w] = @ \cup {r}]
              /\ pendingOwners' = IF Reference THEN pendingOwners
@@ -533,7 +618,8 @@ GetOrCreateRRef(w, r, c) ==
              /\ net' = (net \ {m}) \cup
                        {Msg("RREF_CHILD_ACCEPT", w, m.src, r, w, c, NoId)} \cup
                        (IF Reference THEN {} ELSE FetchReplies(w, r))
-             /\ UNCHANGED <<users, held, pendingUsers, confirmedUsers>>
+             /\ UNCHANGED <<users, held, pendingUsers, confirmedUsers, forks, removedForks,
+                            erasedOwners>>
         ELSE /\ users' = AddEntry(users, c, [fork |-> c, rref |-> r, owner |-> m.owner,
                                                on |-> w, parent |-> m.parent])
              /\ held' = held \cup {c}
@@ -545,10 +631,9 @@ GetOrCreateRRef(w, r, c) ==
                        /\ net' = (net \ {m}) \cup
                             {Msg("RREF_FORK_REQUEST", w, m.owner, r, m.owner, c, NoId)}
                        /\ UNCHANGED confirmedUsers
-             /\ UNCHANGED <<owners, pendingOwners>>
-    /\ UNCHANGED <<nextId, forks, pendingChildren, ownerHeld,
-                   selfCalls, tombstones, fetching, fetched, deleted, timedOut,
-                   phase, stopping, removedForks, erasedOwners>>
+             /\ UNCHANGED <<owners, pendingOwners, forks, removedForks, erasedOwners>>
+    /\ UNCHANGED <<nextId, pendingChildren, ownerHeld, selfCalls, tombstones, fetching,
+                   fetched, deleted, timedOut, remoteErrors, phase, stopping>>
 
 (* Owner w processes RREF_FORK_REQUEST(r, c): addForkOfOwnerIfNotPresent,  *)
 (* then RREF_ACK.  It does not require owners_[r] to exist.  PyTorch keeps *)
@@ -563,7 +648,7 @@ AddForkOfOwnerIfNotPresent(w, r, c) ==
                                        EXCEPT !.dup = IF m.dup = 2 THEN 2 ELSE 0]}
     /\ UNCHANGED <<nextId, owners, pendingOwners, pendingUsers, confirmedUsers,
                    pendingChildren, ownerHeld, selfCalls, tombstones, users,
-                   held, fetching, fetched, deleted, timedOut, phase, stopping,
+                   held, fetching, fetched, deleted, timedOut, remoteErrors, phase, stopping,
                    removedForks, erasedOwners>>
 
 (* Child w processes the RREF_ACK of its fork request: finishForkRequest   *)
@@ -580,7 +665,7 @@ FinishForkRequest(w, r, c) ==
                /\ UNCHANGED <<pendingUsers, confirmedUsers>>
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingChildren,
                    ownerHeld, selfCalls, tombstones, users, held, fetching,
-                   fetched, deleted, timedOut, phase, stopping, removedForks,
+                   fetched, deleted, timedOut, remoteErrors, phase, stopping, removedForks,
                    erasedOwners>>
 
 (* Parent w processes RREF_CHILD_ACCEPT(c): delPendingChild(c) drops the   *)
@@ -591,7 +676,7 @@ DelPendingChild(w, r, c) ==
         /\ pendingChildren' = [pendingChildren EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, ownerHeld, selfCalls, tombstones, users,
-                   held, fetching, fetched, deleted, timedOut, phase, stopping,
+                   held, fetching, fetched, deleted, timedOut, remoteErrors, phase, stopping,
                    removedForks, erasedOwners>>
 
 (* Owner w processes RREF_USER_DELETE(r, f): delForkOfOwner(r, f), which   *)
@@ -606,7 +691,7 @@ DelForkOfOwner(w, r, f) ==
                            ELSE tombstones
     /\ UNCHANGED <<nextId, pendingOwners, pendingUsers, confirmedUsers,
                    pendingChildren, ownerHeld, selfCalls, users, held,
-                   fetching, fetched, deleted, timedOut, phase, stopping>>
+                   fetching, fetched, deleted, timedOut, remoteErrors, phase, stopping>>
 
 -----------------------------------------------------------------------------
 (* Graceful shutdown (rpc.shutdown(graceful=True)), enabled by Shutdown     *)
@@ -626,7 +711,7 @@ WaitAllWorkers ==
     /\ UNCHANGED <<nextId, owners, pendingOwners, forks, pendingUsers,
                    confirmedUsers, pendingChildren, ownerHeld, selfCalls,
                    tombstones, users, held, fetching, fetched, deleted,
-                   timedOut, net, phase, removedForks, erasedOwners>>
+                   timedOut, remoteErrors, net, phase, removedForks, erasedOwners>>
 
 (* delAllUsersAndUnforkedOwners on w, after pendingUsers_ and              *)
 (* pendingChildren_ drained: send RREF_USER_DELETE for every confirmed      *)
@@ -651,7 +736,13 @@ DelAllUsersAndUnforkedOwners(w) ==
     /\ phase' = [phase EXCEPT ![w] = "swept"]
     /\ UNCHANGED <<nextId, pendingOwners, forks, pendingUsers, pendingChildren,
                    ownerHeld, selfCalls, tombstones, users, held, fetching,
-                   fetched, timedOut, stopping, removedForks>>
+                   fetched, timedOut, remoteErrors, stopping, removedForks>>
+
+(* agent.join(shutdown=True) returns once no worker has a client call      *)
+(* active (PR #31893 made it wait for the sweep's RREF_USER_DELETEs before   *)
+(* the contexts are destroyed): no message to or from w is in flight.       *)
+(* (Ablated by MCRRef_pytorch31893.)                                         *)
+JoinDone(w) == ~\E m \in net : m.src = w \/ m.dst = w
 
 (* agent.join then destroyInstance on w: once every worker has swept, owners_ *)
 (* is empty and no message to or from w is in flight (join waits for all    *)
@@ -661,13 +752,13 @@ DestroyInstance(w) ==
     /\ phase[w] = "swept"
     /\ \A v \in Workers : phase[v] # "running"
     /\ owners[w] = {}
-    /\ ~\E m \in net : m.src = w \/ m.dst = w
+    /\ JoinDone(w)
     /\ \A f \in fetching : UserOn(w, f) = {}
     /\ phase' = [phase EXCEPT ![w] = "destroyed"]
     /\ pendingOwners' = [pendingOwners EXCEPT ![w] = {}]
     /\ UNCHANGED <<nextId, owners, forks, pendingUsers, confirmedUsers,
                    pendingChildren, ownerHeld, selfCalls, tombstones, users,
-                   held, fetching, fetched, deleted, timedOut, net, stopping,
+                   held, fetching, fetched, deleted, timedOut, remoteErrors, net, stopping,
                    removedForks, erasedOwners>>
 
 -----------------------------------------------------------------------------
@@ -689,6 +780,8 @@ FaultNext ==
     \/ \E u \in Users : TimeOutRemote(u.on, u.rref, u.fork)
     \/ \E w \in Workers : \E r \in selfCalls[w] : TimeOutRemote(w, r, r)
     \/ \E u \in Users : TimeOutToHere(u.on, u.fork)
+    \/ \E m \in net : m.type = "PYTHON_REMOTE_CALL" /\ FailRemote(m.src, m.rref, m.fork)
+    \/ \E m \in net : ExhaustRetries(m)
 
 \* Message m is taken from the network by its handler.
 ReceiveNext ==
@@ -743,7 +836,7 @@ TypeOK ==
     /\ DOMAIN users \subseteq Id /\ users \in [DOMAIN users -> UserRec]
     /\ \A f \in DOMAIN users : users[f].fork = f
     /\ held \subseteq Id /\ fetching \subseteq Id /\ fetched \subseteq Id
-    /\ deleted \subseteq Id /\ timedOut \subseteq Id
+    /\ deleted \subseteq Id /\ timedOut \subseteq Id /\ remoteErrors \subseteq Id
     /\ net \subseteq MsgRec
     /\ phase \in [Workers -> {"running", "swept", "destroyed"}]
     /\ stopping \in BOOLEAN
@@ -794,32 +887,21 @@ ParentHeldInv ==
             <<m.rref, m.fork>> \in forks[m.owner] \cup removedForks[m.owner]
                                    \cup tombstones[m.owner]
 
-(* R3: a RREF_USER_DELETE is sent only for a UserRRef that is no longer     *)
-(* pending, has no pending child, has no fetch outstanding, and (outside    *)
-(* the shutdown sweep) is no longer held by the application.                *)
-SafeDeleteInv ==
-    \A m \in net : m.type = "RREF_USER_DELETE" =>
-        /\ m.fork \notin pendingUsers[m.src]
-        /\ ~\E e \in pendingChildren[m.src] : e[2] = m.fork
-        /\ m.fork \notin fetching
-        /\ ~stopping => m.fork \notin held
-
-(* R5: the context's maps are disjoint and well typed.                      *)
-DisjointMapsInv ==
-    \A w \in Workers :
-        /\ pendingUsers[w] \cap confirmedUsers[w] = {}
-        /\ \A f \in pendingUsers[w] \cup confirmedUsers[w] :
-              \E u \in UserOn(w, f) : u.owner # w
-        /\ \A e \in pendingChildren[w] : \E u \in UserOn(w, e[2]) : u.owner # w
-        /\ \A p \in pendingOwners[w] : p[1] \notin owners[w]
-        /\ \A e \in forks[w] : e[1] \in Id
+(* R1c: a fetch parked on pendingOwners_[r] waits only while owners_[r] is *)
+(* absent: whatever inserts owners_[r] completes the fetches parked on it  *)
+(* (getOrCreateOwnerRRef does; PyTorch's prepareChildFork, re-registering  *)
+(* a local OwnerRRef it shares again, does not, so a fetch parked by       *)
+(* #40141 stays stranded even once the OwnerRRef is back).                  *)
+NoStrandedFetchInv ==
+    \A w \in Workers : \A p \in pendingOwners[w] : p[1] \notin owners[w]
 
 (* R6: RRefIds and ForkIds are drawn from one counter per worker: every id  *)
-(* in use was drawn already, and no UserRRef shares its ForkId with another *)
-(* or with an RRefId.                                                        *)
+(* in use was drawn already, and no ForkId equals an RRefId, so             *)
+(* forkId == rrefId keeps meaning "a call to self" (assignOwnerRRef,        *)
+(* REMOTE_RET).  (That each UserRRef is filed under its own ForkId is part  *)
+(* of TypeOK.)                                                               *)
 UniqueIdsInv ==
     /\ \A u \in Users : u.fork[2] < nextId[u.fork[1]] /\ u.rref[2] < nextId[u.rref[1]]
-    /\ \A f \in DOMAIN users : users[f].fork = f  \* one UserRRef per ForkId
     /\ \A u, v \in Users : u.fork # v.rref
 
 (* R7: a fork removed from forks_ never re-enters it.                       *)

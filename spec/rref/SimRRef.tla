@@ -77,7 +77,8 @@ SimSystem ==
     \/ \E u \in Users : DelUser(u.on, u.fork) /\ Did("DelUser", u.on, <<u.on, u.fork>>)
 
 \* The shutdown actions are left out: SimRRef models run with Shutdown = FALSE, where
-\* RRef's ShutdownNext and WaitAllWorkers are never enabled.
+\* RRef's ShutdownNext and WaitAllWorkers are never enabled; so are the PyTorch-only faults
+\* FailRemote and ExhaustRetries (the Reference variant, UnknownErrors = RetryExhaustion = FALSE).
 SimNext == SimApp \/ SimFault \/ SimSystem
 
 \* Fails at SimDepth, so that TLC prints the behaviour so far.

@@ -35,7 +35,8 @@ SEEDS: dict[Fault, tuple[int, int]] = {
     Fault.IGNORE_TOKEN: (1, 48),
     Fault.RANK_BY_ARRIVAL: (1, 43),
     Fault.COMPLETE_BELOW_MIN: (1, 8),
-    Fault.FORGET_ROUND_BUMP: (1, 109),
+    Fault.FORGET_ROUND_BUMP: (1, 86),
+    Fault.TORCH_EPILOGUE: (1, 86),
     Fault.KEEP_DEAD_NODE: (1, 86),
 }
 
@@ -90,6 +91,17 @@ def _symptom(
                 and source["complete"]
                 and not local["complete"]
                 and local["round"] == source["round"]
+            )
+        case Fault.TORCH_EPILOGUE:
+            # a copy in which a complete round lost some participants and stayed complete
+            source = pre if name == "RemoveFromParticipants" else store or seen.get("store")
+            found = (
+                (name == "RemoveFromParticipants" or name in _SYNCS)
+                and source is not None
+                and source["complete"]
+                and local["complete"]
+                and local["round"] == source["round"]
+                and set(_fn(local["participants"])) < set(_fn(source["participants"]))
             )
         case Fault.KEEP_DEAD_NODE:
             ages = _fn(local["lastHeartbeats"]) if name in _SYNCS else {}
@@ -172,6 +184,7 @@ EXPLAINED: dict[Fault, str] = {
     ),
     Fault.FORGET_ROUND_BUMP: "post.local: .round: logged 0, the spec's 1",
     Fault.KEEP_DEAD_NODE: "post.local: .participants: keys logged but not in the spec's",
+    Fault.TORCH_EPILOGUE: "post.local",
 }
 
 

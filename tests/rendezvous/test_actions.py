@@ -51,12 +51,22 @@ def test_remove_last_participant_of_complete_round_bumps_round_keeping_lists() -
     assert dict(t.last_heartbeats) == {N9: 1}
 
 
-def test_remove_some_participants_of_complete_round_keeps_ranks() -> None:
-    s = RendezvousState().replace(complete=True, participants={N8: 0, N9: 1})
+def test_a_leave_ends_a_complete_round_and_the_rest_wait() -> None:
+    # Reference epilogue: torch 2.13 would keep round 0 complete with {N9: 1}, and a node
+    # still in its join op would return rank 1 of a world of 1 (RankBelowWorldInv).
+    s = RendezvousState().replace(
+        complete=True,
+        participants={N8: 0, N9: 1, N10: 2},
+        redundancy_list={NodeDesc("127.0.0.7", 1, 0)},
+        last_heartbeats={N8: 1, N9: 1, N10: 1},
+    )
     t = fn.remove_from_participants(s, N8, CFG)
-    assert t.round == 0
-    assert t.complete
-    assert dict(t.participants) == {N9: 1}
+    assert t.round == 1
+    assert not t.complete
+    assert not t.participants
+    assert t.wait_list == {N9, N10}  # they count as waiting: their agents re-rendezvous
+    assert t.redundancy_list == s.redundancy_list
+    assert dict(t.last_heartbeats) == {N9: 1, N10: 1}
 
 
 def test_incomplete_round_below_min_disarms_last_call() -> None:
@@ -79,3 +89,14 @@ def test_sanitize_drops_expired_nodes_everywhere() -> None:
     assert t.redundancy_list == {N10}
     assert t.round == 1
     assert not t.complete
+
+
+def test_sanitizing_a_dead_participant_counts_the_survivors_as_waiting() -> None:
+    # pytorch#111646: in 2.13 the survivor stays in the complete round, nobody waits, and an
+    # elastic agent (which restarts when num_nodes_waiting() > 0) never re-rendezvouses.
+    s = RendezvousState().replace(
+        complete=True, participants={N8: 0, N9: 1}, last_heartbeats={N8: 0.0, N9: 14.0}
+    )
+    t = fn.sanitize(s, CFG, 15.5)
+    assert (t.round, t.complete, dict(t.participants)) == (1, False, {})
+    assert t.wait_list == {N9}

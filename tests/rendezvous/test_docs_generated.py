@@ -12,9 +12,13 @@ from types import ModuleType
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "spec" / "rendezvous"
-#: The models whose tables are checked here (a few seconds of TLC each). The other table,
-#: MCDynamicRendezvous_waitlist_full, takes TLC about 45 s: `render_cex.py --check` covers it.
+#: The models whose tables are checked here (a few seconds of TLC each). The other tables,
+#: MCDynamicRendezvous_waitlist_full and MCDynamicRendezvous_pytorch111646, take TLC about 45 s
+#: each: `render_cex.py --check` covers them.
 FAST = (
+    "MCDynamicRendezvous_pytorch_leave_complete_rank",
+    "MCDynamicRendezvousClocks_heartbeat_skew3",
+    "MCDynamicRendezvousClocks_last_call_early",
     "MCDynamicRendezvous_lost_update",
     "MCDynamicRendezvous_arrival_ranks",
     "MCDynamicRendezvous_below_min",
@@ -45,9 +49,12 @@ def test_a_stale_table_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     render_cex = _script("render_cex")
     docs = tmp_path / "rendezvous.md"
     text = render_cex.DOCS.read_text(encoding="utf-8")
-    # step 13 of the lost update, the write that should have lost, now claims it lost
-    wrong = text.replace("| 13 | SyncWriteWon | 2 |", "| 13 | SyncWriteLost | 2 |", 1)
-    assert wrong != text
+    # step 19 of the lost update, the stale write that should have lost, now claims it lost
+    start = text.index("<!-- CEX MCDynamicRendezvous_lost_update -->")
+    block = text[start:]
+    wrong_block = block.replace("| 19 | SyncWriteWon | 2 |", "| 19 | SyncWriteLost | 2 |", 1)
+    assert wrong_block != block
+    wrong = text[:start] + wrong_block
     docs.write_text(wrong, encoding="utf-8")
     monkeypatch.setattr(render_cex, "DOCS", docs)
     assert render_cex.main(["--check", "--only", "MCDynamicRendezvous_lost_update"]) == 1

@@ -50,7 +50,10 @@ def test_runs_are_reproducible() -> None:
 
 def test_every_schema_event_is_performed() -> None:
     seen: set[str] = set()
-    for seed in range(30):
+    # 40 seeds: GracefulExit (a redundant node of a full round when the close comes) is rare
+    # with the Reference epilogue, whose leaves end the round and free the redundant nodes
+    # (first at seed 30 of the first config).
+    for seed in range(40):
         for config in CONFIGS:
             seen |= set(Simulator(seed, config).run(400).counts)
     assert seen == set(EVENT_MODELS)

@@ -177,6 +177,8 @@ def _cfg(depth: int, ids: int) -> str:
             "    G1 = TRUE",
             "    G2Workers = {w1, w2, w3}",
             "    Shutdown = FALSE",
+            "    UnknownErrors = FALSE",
+            "    RetryExhaustion = FALSE",
             "INVARIANT SimDepthInv",
             "",
         ]

@@ -41,6 +41,7 @@ from tracecheck.runner.manifest import (
     record_results,
     run_model,
 )
+from tracecheck.runner.teeth import teeth_markdown
 from tracecheck.runner.toolchain import toolchain
 
 __all__ = ["add_bench", "add_check", "add_docs"]
@@ -286,6 +287,7 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:
     args.out = _docs_file(args, "models.md")
     manifest = load_manifest(args.spec_root)
-    args.out.write_text(models_markdown(manifest), encoding="utf-8")
+    text = models_markdown(manifest) + teeth_markdown(manifest)
+    args.out.write_text(text, encoding="utf-8")
     console.print(f"wrote {args.out}")
     return 0

@@ -193,6 +193,9 @@ RREF = ProtocolMap(
                 "Shutdown",
             )
         },
+        # PyTorch-only faults (RRef.tla FailRemote, ExhaustRetries): never in a Reference trace.
+        "UnknownErrors": "FALSE",
+        "RetryExhaustion": "FALSE",
     },
     derive=_max_local_ids,
     event_schema="protoref.rref.trace:EVENT_ADAPTER",
@@ -206,7 +209,13 @@ RREF = ProtocolMap(
         )
         for event, (params, post) in _TABLE.items()
     ),
-    hidden={},
+    hidden={
+        "FailRemote": "PyTorch-only fault (an UNKNOWN error of rpc.remote leaves the creator "
+        "pending): the Reference stores any failure of the call in the OwnerRRef, so its "
+        "implementation has no such step",
+        "ExhaustRetries": "PyTorch-only fault (sendWithRetries gives up): the Reference retries "
+        "a control message until it is delivered, so its implementation has no such step",
+    },
     arg_kinds={
         "w": "node",
         "dst": "node",

@@ -16,12 +16,20 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from tracecheck.errors import ManifestError
 from tracecheck.runner.distributed import Distribution, distributable, run_distributed
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_tlc
+from tracecheck.tla.cfgfile import checked_in_folder
 
 __all__ = [
     "MANIFEST_NAME",
@@ -103,6 +111,17 @@ class ProtocolManifest(BaseModel):
 
     protocol: str
     models: list[ModelEntry]
+    #: The teeth rule's written exceptions: a property some cfg checks -> why no must-fail model
+    #: can violate it (tracecheck.runner.teeth; every other checked property needs such a model).
+    no_teeth: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("no_teeth")
+    @classmethod
+    def _reasons_are_written(cls, value: dict[str, str]) -> dict[str, str]:
+        blank = sorted(name for name, reason in value.items() if not reason.strip())
+        if blank:
+            raise ValueError(f"no_teeth entries without a reason: {blank}")
+        return value
 
 
 class Manifest(BaseModel):
@@ -161,6 +180,10 @@ def load_manifest(root: Path) -> Manifest:
             for filename in (entry.module, entry.cfg):
                 if not (path.parent / filename).is_file():
                     raise ManifestError(f"{path}: model {entry.name!r} names missing {filename}")
+        if pm.no_teeth:
+            unchecked = sorted(set(pm.no_teeth) - set(checked_in_folder(path.parent)))
+            if unchecked:
+                raise ManifestError(f"{path}: no_teeth names what no cfg checks: {unchecked}")
         protocols[pm.protocol] = pm
     return Manifest(root=root, protocols=protocols)
 

@@ -8,15 +8,20 @@ name the culprit. That needs the property names and a copy of the cfg with a sin
 ``CHECK_DEADLOCK FALSE`` (TLC 2.16 and later) is a parse error for 2.15, which knows only the
 command line's ``-deadlock``; the runner reads it (:func:`check_deadlock`) and gives TLC the cfg
 without it (:func:`without_check_deadlock`) and the flag instead.
+
+The teeth rule (tracecheck.runner.teeth) needs every name a protocol's cfgs check.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 __all__ = [
     "KEYWORDS",
     "check_deadlock",
+    "checked",
+    "checked_in_folder",
     "properties",
     "strip_comments",
     "with_only_property",
@@ -48,6 +53,7 @@ KEYWORDS = frozenset(
     }
 )
 _PROPERTY_KEYWORDS = frozenset({"PROPERTY", "PROPERTIES"})
+_INVARIANT_KEYWORDS = frozenset({"INVARIANT", "INVARIANTS"})
 _BLOCK_COMMENT = re.compile(r"\(\*.*?\*\)", re.DOTALL)
 _LINE_COMMENT = re.compile(r"\\\*[^\n]*")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[A-Za-z0-9_]+|<-|\.\.|\S')
@@ -75,6 +81,33 @@ def properties(text: str) -> list[str]:
         if keyword in _PROPERTY_KEYWORDS:
             names += [t for t in tokens if t not in {",", "<-"}]
     return names
+
+
+def checked(text: str) -> list[str]:
+    """Every name the cfg checks: ``INVARIANT(S)`` then ``PROPERTY(IES)`` entries, in order.
+
+    The teeth rule (tracecheck.runner.teeth) holds each of them to a must-fail model or a reason.
+    """
+    names: list[str] = []
+    for keyword, tokens in _sections(text):
+        if keyword in _INVARIANT_KEYWORDS:
+            names += [t for t in tokens if t not in {",", "<-"}]
+    return names + [n for n in properties(text) if n not in names]
+
+
+def checked_in_folder(folder: Path) -> dict[str, list[str]]:
+    """For a spec folder: each name some ``*.cfg`` checks -> the cfg files that check it.
+
+    Generated trace-validation cfgs (``Trace*``) are left out: they check the trace, not the
+    protocol.
+    """
+    found: dict[str, list[str]] = {}
+    for cfg in sorted(folder.glob("*.cfg")):
+        if cfg.name.startswith("Trace"):
+            continue
+        for name in checked(cfg.read_text(encoding="utf-8")):
+            found.setdefault(name, []).append(cfg.name)
+    return found
 
 
 def with_only_property(text: str, name: str) -> str:

@@ -87,13 +87,25 @@ def add_to_redundancy_list(s: RendezvousState, node: NodeDesc, now: float) -> Re
 
 
 def epilogue(s: RendezvousState, settings: RendezvousSettings) -> RendezvousState:
-    """``Epilogue``: ``_remove_participant_epilogue``, after a participant left.
+    """``Epilogue`` (Variant "Reference"): ``_remove_participant_epilogue``, after a participant
+    left (its exit op, its join op's rollback, or another node's sanitize).
 
-    A complete round with nobody left moves to the next round; an incomplete round below
+    A complete round that loses a participant ends: it moves to the next round and the remaining
+    participants move to the wait list (their ranks are void). So a complete round never changes
+    its membership, and every node that returns from it returns the same world, with a rank
+    below its size (G1; torch 2.13 keeps the round complete with the rest, and a node still in
+    its join op then returns the shrunk membership with its old rank). The survivors count as
+    waiting, so their agents, which re-rendezvous when ``num_nodes_waiting() > 0``, form a new
+    round without a dead participant (G5; pytorch#111646). An incomplete round below
     ``min_nodes`` disarms the last call.
     """
     if s.complete:
-        return s if s.participants else s.replace(complete=False, round=s.round + 1)
+        return s.replace(
+            complete=False,
+            round=s.round + 1,
+            participants={},
+            wait_list=s.wait_list | s.participants.keys(),
+        )
     if len(s.participants) < settings.min_nodes:
         return s.replace(deadline=None)
     return s

@@ -42,9 +42,13 @@ class Fault(enum.Enum):
     #: The join op completes the round as soon as a lone participant would wait, below
     #: min_nodes (G1, CompletionCountProp).
     COMPLETE_BELOW_MIN = "complete-below-min"
-    #: The epilogue forgets to bump the round when the last participant leaves a complete
-    #: round (RoundAdvanceProp: the next round reuses the old round number).
+    #: The epilogue forgets to bump the round when a participant leaves a complete round
+    #: (RoundAdvanceProp: the next round reuses the old round number).
     FORGET_ROUND_BUMP = "forget-round-bump"
+    #: torch 2.13's epilogue: a complete round that loses some of its participants stays
+    #: complete, at the same number, with the rest (Variant "PyTorch"; the Reference spec the
+    #: traces are checked against ends the round: CompleteRoundFrozenProp, RankBelowWorldInv).
+    TORCH_EPILOGUE = "torch-epilogue"
     #: sanitize keeps nodes whose heartbeat expired (G5: a dead node is never removed).
     KEEP_DEAD_NODE = "keep-dead-node"
 
@@ -92,8 +96,17 @@ def _join_completing_below_min(
 
 
 def _epilogue_without_bump(s: RendezvousState, settings: RendezvousSettings) -> RendezvousState:
-    if s.complete:
-        return s if s.participants else s.replace(complete=False)  # round stays
+    if s.complete:  # the round number stays
+        waiting = s.wait_list | s.participants.keys()
+        return s.replace(complete=False, participants={}, wait_list=waiting)
+    if len(s.participants) < settings.min_nodes:
+        return s.replace(deadline=None)
+    return s
+
+
+def _torch_epilogue(s: RendezvousState, settings: RendezvousSettings) -> RendezvousState:
+    if s.complete:  # 2.13: advance only when the last participant left
+        return s if s.participants else s.replace(complete=False, round=s.round + 1)
     if len(s.participants) < settings.min_nodes:
         return s.replace(deadline=None)
     return s
@@ -114,6 +127,8 @@ def _patches(fault: Fault) -> list[tuple[Any, str, Any]]:
             return [(ops, "join_decision", _join_completing_below_min(ops.join_decision))]
         case Fault.FORGET_ROUND_BUMP:
             return [(actions, "epilogue", _epilogue_without_bump)]
+        case Fault.TORCH_EPILOGUE:
+            return [(actions, "epilogue", _torch_epilogue)]
         case Fault.KEEP_DEAD_NODE:
             return [(holder, "sanitize", _keep_everyone)]
 

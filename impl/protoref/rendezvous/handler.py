@@ -9,6 +9,11 @@ Differences from torch 2.13, on purpose:
 - No random 0-0.3 s delay before the first round (``start_delay`` setting of this class, 0 by
   default): a compare-and-set store under contention costs a retry, not a sleep.
 - The state is stored as schema-checked JSON (:mod:`protoref.rendezvous.codec`), never pickled.
+- A participant leaving a complete round ends it (:func:`protoref.rendezvous.actions.epilogue`,
+  DynamicRendezvous.tla's Reference variant): the rest move to the wait list, so every node
+  returning from a round returns the world it completed with (torch 2.13 can return a rank not
+  below the world size), and the survivors of a dead participant count in
+  ``num_nodes_waiting()`` (torch 2.13 does not: pytorch#111646). docs/divergences.md.
 """
 
 from __future__ import annotations

@@ -69,6 +69,7 @@ def handler_header(
         )
     ordered = [str(n) for n in sorted(nodes)]
     constants: dict[str, JsonValue] = {
+        "Variant": "Reference",  # protoref's epilogue (DynamicRendezvous.tla, Variant)
         "MinNodes": settings.min_nodes,
         "MaxNodes": settings.max_nodes,
         "Closers": tla_set(list(ordered)),  # any handler may call set_closed / shutdown

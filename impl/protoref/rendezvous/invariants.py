@@ -51,8 +51,6 @@ def check_state(
         ranks = cur.participants
         if len(set(ranks.values())) != count:
             _fail("RanksDistinctInv", f"ranks {dict(ranks)}", seed)
-        if any(r >= settings.max_nodes for r in ranks.values()):
-            _fail("RanksBelowMaxInv", f"ranks {dict(ranks)}", seed)
         order = sorted(ranks)
         if any(ranks[a] >= ranks[b] for a, b in itertools.pairwise(order)):
             _fail("RanksFollowNodeOrderInv", f"ranks {dict(ranks)}", seed)
@@ -60,14 +58,25 @@ def check_state(
             _fail("DeadlineArmedInv", "a complete round has a last-call deadline", seed)
     elif (cur.deadline is not None) != (count >= settings.min_nodes):
         _fail("DeadlineArmedInv", f"deadline {cur.deadline} with {count} participants", seed)
+    _check_views(views, seed)
+
+
+def _check_views(views: dict[NodeDesc, View], seed: int | None) -> None:
+    """What ``next_rendezvous`` returned: ``RankBelowWorldInv``, ``WorldAgreementInv``,
+    ``ReturnedRanksDistinctInv``."""
     for n, view in views.items():
-        if n not in view.ranks:
-            _fail("ViewHasSelfInv", f"{n} returned round {view.round} without itself", seed)
+        rank = view.ranks.get(n)
+        if rank is None or rank >= len(view.ranks):
+            size = len(view.ranks)
+            detail = f"{n} returned rank {rank} in a world of {size} (round {view.round})"
+            _fail("RankBelowWorldInv", detail, seed)
         for m, other in views.items():
-            if view.round == other.round:
-                for x in view.ranks.keys() & other.ranks.keys():
-                    if view.ranks[x] != other.ranks[x]:
-                        _fail("RankAgreementInv", f"{n} and {m} disagree on {x}", seed)
+            if m == n or view.round != other.round:
+                continue
+            if dict(view.ranks) != dict(other.ranks):
+                _fail("WorldAgreementInv", f"{n} and {m} returned round {view.round} apart", seed)
+            if view.ranks.get(n) == other.ranks.get(m):
+                _fail("ReturnedRanksDistinctInv", f"{n} and {m} share a rank", seed)
 
 
 def check_store_step(
@@ -90,9 +99,6 @@ def check_store_step(
             _fail("CompletionCountProp", f"completed with {count} participants", seed)
         if dict(new.participants) != _sorted_ranks(new):
             _fail("CompletionRanksProp", f"ranks {dict(new.participants)}", seed)
-    if old.complete and new.round == old.round:
-        kept = new.participants.keys() <= old.participants.keys() and all(
-            new.participants[x] == old.participants[x] for x in new.participants
-        )
-        if not new.complete or not kept:
-            _fail("CompleteRoundFrozenProp", "a complete round changed", seed)
+    same_round = old.complete and new.round == old.round
+    if same_round and (not new.complete or dict(new.participants) != dict(old.participants)):
+        _fail("CompleteRoundFrozenProp", "a complete round changed its members", seed)

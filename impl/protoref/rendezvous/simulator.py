@@ -130,6 +130,7 @@ class Simulator:
         c = self.config
         ordered = sorted(self.nodes)
         settings: dict[str, JsonValue] = {
+            "Variant": "Reference",  # protoref's epilogue (DynamicRendezvous.tla, Variant)
             "MinNodes": c.min_nodes,
             "MaxNodes": c.max_nodes,
             "Closers": tla_set([str(n) for n in sorted(self.closers)]),
@@ -291,7 +292,7 @@ def state_key_of(settings: RendezvousSettings) -> str:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m protoref.rendezvous.simulator",
-        description="Simulate PyTorch 2.13's dynamic rendezvous (DynamicRendezvous.tla).",
+        description="Simulate protoref's dynamic rendezvous (DynamicRendezvous.tla, Reference).",
     )
     p.add_argument("--seed", type=int, default=None, help="scheduler seed (random if omitted)")
     p.add_argument("--nodes", type=int, default=3)
