@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from protoref.rendezvous import bench
 from protoref.rendezvous.bench import END, START, write_section
 from protoref.rendezvous.procbench import measure_processes
 
@@ -33,3 +34,20 @@ def test_section_is_replaced_between_the_markers(tmp_path: Path) -> None:
     assert text.endswith(END + "\n\nafter\n")
     assert "| threads row |" in text
     assert "| processes row |" in text
+
+
+def test_a_failed_run_is_not_written_into_the_docs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "performance.md"
+    out.write_text("previous figures\n", encoding="utf-8")
+    monkeypatch.setattr(bench, "run", lambda sizes, repeats: ["| N |", "| 2 | 0.1 |"])
+    failed = ["| N |", f"{bench.FAILED}torch, N = 2: stalled"]
+    monkeypatch.setattr(bench, "run_processes", lambda *args: failed)
+    argv = ["--sizes", "2", "--process-sizes", "2", "--out", str(out)]
+    assert bench.main(argv) == 1
+    assert out.read_text(encoding="utf-8") == "previous figures\n"
+    assert "torch, N = 2: stalled" in capsys.readouterr().out
+    monkeypatch.setattr(bench, "run_processes", lambda *args: ["| N |", "| 2 | 0.2 |"])
+    assert bench.main(argv) == 0
+    assert "| 2 | 0.2 |" in out.read_text(encoding="utf-8")
