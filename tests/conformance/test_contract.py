@@ -23,6 +23,8 @@ def test_golden_rref_traces_carry_exactly_what_the_contract_asks() -> None:
     for path in files:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         header, events = lines[0], lines[1:]
+        if events and events[-1]["kind"] == "end":  # the run finished: its end line
+            assert set(events.pop()) == {"kind", "seqs"}, path.name
         assert set(found.settings) <= set(header["settings"]), path.name
         for ev in events:
             wanted = by_event[ev["event"]]

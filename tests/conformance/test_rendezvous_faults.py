@@ -183,7 +183,7 @@ EXPLAINED: dict[Fault, str] = {
         'not enabled with the logged parameters; the spec would take Delay (pc = "sleep")'
     ),
     Fault.FORGET_ROUND_BUMP: "post.local: .round: logged 0, the spec's 1",
-    Fault.KEEP_DEAD_NODE: "post.local: .participants: keys logged but not in the spec's",
+    Fault.KEEP_DEAD_NODE: ".lastHeartbeats: keys logged but not in the spec's",
     Fault.TORCH_EPILOGUE: "post.local",
 }
 

@@ -1,9 +1,11 @@
-"""Eighteen planted RRef bugs, for measuring what the checker catches (issue #21).
+"""Nineteen planted RRef bugs, for measuring what the checker catches (issue #21).
 
 The eight of :mod:`protoref.rref.faults` (seven protocol bugs and a shutdown bug) and ten more
 defined here the same way: the correct core step's result, changed the way the bug breaks it
-(a message not sent, a state field not updated), planted for the duration of ``with
-plant(name):`` through the simulator's fault hook (``faults._machine_with``: every transition
+(a message not sent, a state field not updated), and one where the correct core refuses
+(``fork-after-timeout``: the application's fork or fetch of a timed-out UserRRef, offered by
+the simulator's rare paths, is accepted), planted for the duration of ``with plant(name):``
+through the simulator's fault hook (``faults._machine_with``: every transition
 the simulator calls goes through it). Nothing in the implementation is edited.
 
 ``python -m support.planted`` (from ``tests/``) runs the issue's exact command, ``tracecheck
@@ -32,7 +34,7 @@ from protoref.rref import faults, machine
 from protoref.rref.machine import Step
 from protoref.rref.state import RRefContext
 
-__all__ = ["BUGS", "MORE", "PROTOREF_BUGS", "plant"]
+__all__ = ["BUGS", "MORE", "PROTOREF_BUGS", "UNGUARDED", "plant"]
 
 Breaks = Callable[[RRefContext, ev.RRefInput, Step], Step]
 
@@ -96,10 +98,40 @@ MORE: Final[dict[str, Breaks]] = {
     "sweep-keeps-unforked-owners": _on(ev.DelAllUsersAndUnforkedOwners, _keep("owners")),
 }
 
+
+def _ignores_timeout(ctx: RRefContext, inp: ev.RRefInput) -> Step:
+    """The core forgets that a UserRRef's rpc.remote timed out when the application forks or
+    fetches it (torch raises there; RRef.tla's PrepareChildFork and ToHere are not enabled)."""
+    f = (
+        inp.parent
+        if isinstance(inp, ev.PrepareChildFork)
+        else inp.f
+        if isinstance(inp, ev.ToHere)
+        else None
+    )
+    if f is None or f not in ctx.timed_out:
+        return machine.step(ctx, inp)
+    result = machine.step(replace(ctx, timed_out=ctx.timed_out - {f}), inp)
+    return result._replace(state=replace(result.state, timed_out=ctx.timed_out))
+
+
+#: Bugs planted as a whole transition (where the correct core refuses, so there is no result
+#: to change): the campaigns reach them through the simulator's rare paths.
+UNGUARDED: Final[dict[str, Callable[[RRefContext, ev.RRefInput], Step]]] = {
+    "fork-after-timeout": _ignores_timeout,
+}
+
 #: protoref's eight planted bugs (protoref.rref.faults), by name.
 PROTOREF_BUGS: Final = tuple(f.value for f in (*faults.FAULTS, *faults.SHUTDOWN_FAULTS))
-#: Every planted bug, by name: protoref's eight and the ten above.
-BUGS: Final = (*PROTOREF_BUGS, *MORE)
+#: Every planted bug, by name: protoref's eight and the eleven above.
+BUGS: Final = (*PROTOREF_BUGS, *MORE, *UNGUARDED)
+
+
+def _broken_step(breaks: Breaks) -> Callable[[RRefContext, ev.RRefInput], Step]:
+    def step(ctx: RRefContext, inp: ev.RRefInput) -> Step:
+        return breaks(ctx, inp, machine.step(ctx, inp))
+
+    return step
 
 
 @contextmanager
@@ -110,10 +142,7 @@ def plant(name: str) -> Iterator[None]:
         with faults.inject(known[name]):
             yield
         return
-    breaks = MORE[name]
-
-    def step(ctx: RRefContext, inp: ev.RRefInput) -> Step:
-        return breaks(ctx, inp, machine.step(ctx, inp))
+    step = UNGUARDED.get(name) or _broken_step(MORE[name])
 
     hook, module = faults._HOOK, faults.sim_module
     saved_step, saved_machine = getattr(module, hook), getattr(module, faults._MACHINE)

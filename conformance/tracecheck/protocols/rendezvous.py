@@ -151,6 +151,11 @@ def simulate(seed: int, steps: int, out: Path) -> None:
         close_after=6,
         read_only_syncs=True,
         join_timeout=6,
+        # An exit op that times out (issue #21's rare paths): a participant that rejoins may
+        # stall past its op deadline (7 ticks), so its heartbeat must outlive that (4 x 2),
+        # or its own sync finds it dead and the exit op just finishes.
+        stalls=True,
+        keep_alive_max_attempt=4,
     )
     sink = JsonlSink(str(out))
     try:

@@ -253,7 +253,9 @@ def simulate(seed: int, steps: int, out: Path, *, app_weight: float | None = Non
     from protoref.rref.simulator import SimConfig, Simulator  # noqa: PLC0415 - campaigns only
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
-    config = SimConfig(shutdown=True, lose_first_attempts=True)
+    # rare_paths: the application sometimes misuses a timed-out RRef (the core must refuse)
+    # and shares one whose rpc.remote call is slow (the owner-creation race), issue #21.
+    config = SimConfig(shutdown=True, lose_first_attempts=True, rare_paths=True)
     if app_weight is not None:
         config = replace(config, app_weight=app_weight)
     sink = JsonlSink(str(out))

@@ -66,6 +66,11 @@ class SimConfig:
     max_rejoins: int = 2  # finished nodes call next_rendezvous again at most this often in all
     close_after: int = 10  # set_closed is possible from this tick on
     read_only_syncs: bool = False  # idle/stopped nodes call is_closed() (ReadOnlySyncs)
+    #: A participant that calls next_rendezvous again may stall past its exit op's deadline (a
+    #: GC pause, a slow store): the exit op then times out (ExitDecision's ErrorTimeout), a
+    #: path random runs seldom reach. Off by default (it changes the random choices); the
+    #: campaigns turn it on.
+    stalls: bool = False
     check_invariants: bool = False
 
     def settings(self) -> RendezvousSettings:
@@ -222,6 +227,13 @@ class Simulator:
         r.holder.sync(self.now)
         self._observe("ReadOnlySync", r, self.now)
 
+    def rejoin_stalled(self, r: NodeRunner) -> None:
+        """A participant calls next_rendezvous again and stalls (``Tick``s, nobody acts) until
+        its exit op's deadline is behind it: the exit op times out (``ExitDecision``)."""
+        self.next_rendezvous(r)
+        while self.now <= r.deadline:
+            self.tick()
+
     def crash(self, r: NodeRunner) -> None:
         self.crashes += 1
         r.crash(self.now)
@@ -239,6 +251,8 @@ class Simulator:
             if r.result is Result.OK:
                 if self.rejoins < c.max_rejoins:
                     opts.append((0.05, partial(self.next_rendezvous, r)))
+                    if c.stalls:
+                        opts.append((0.05, partial(self.rejoin_stalled, r)))
                 if self._heartbeat_due(r.node, cur):
                     opts.append((2.0, partial(self.keep_alive_timer, r)))
             if r.node in self.closers and not cur.closed and self.now >= c.close_after:

@@ -84,6 +84,10 @@ class SimConfig:
     #: broke); only the retry's copy can still arrive. Off by default: with it on, the random
     #: choices differ from step one, so every seed's trace would be another one.
     lose_first_attempts: bool = False
+    #: Rare paths on purpose (protoref.rref.sim.rare): the application sometimes misuses a
+    #: timed-out UserRRef, or shares one whose rpc.remote call is slow. Off by default, for
+    #: the same reason as ``lose_first_attempts``; the campaigns turn it on.
+    rare_paths: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -136,6 +140,7 @@ class SimBase:
         self.clocks = {w: NodeClock() for w in self.workers}
         self.barrier_clock = NodeClock()
         self.leaks: list[tuple[WorkerId, Leak]] = []
+        self.refused = 0  # application calls the core refused (rare_paths' misuse)
         # History the invariants read, kept in test mode only (``check_invariants``): for R4
         # (not protocol state), distinct RREF_USER_DELETEs sent per ForkId, and ForkIds that
         # ever left a ``deleted`` set (deletedOnOwner_ must be monotone); and the spec's
