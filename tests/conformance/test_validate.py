@@ -39,7 +39,7 @@ def test_wrong_post_state_is_explained_with_the_allowed_value() -> None:
     assert state.state == {"balance": "[a |-> 1, b |-> 0]", "inbox": '{<<"b", 2>>}'}
     (post,) = state.post
     assert (post.field, post.logged, post.possible, post.allowed) == ("balance", "3", False, ["2"])
-    assert "post.balance: logged 3, the spec allows 2" in explanation.summary
+    assert "post.balance: logged 3, the spec's 2" in explanation.summary
 
 
 def test_disabled_action_names_the_false_conjunct() -> None:
