@@ -80,9 +80,11 @@ bench: setup ## deep models vs TLC's ceiling, trace validation, RRef simulator a
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
 
 .PHONY: docs
-docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams)
+docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams, autograd steps)
 	$(TRACECHECK) docs
 	$(BIN)/python spec/rref/gen_rref_docs.py
+	$(BIN)/python spec/autograd/gen_autograd_docs.py
+	$(BIN)/python spec/autograd/render_autograd_cex.py --write
 
 .PHONY: clean
 clean: ## remove the venv, caches and TLC leftovers

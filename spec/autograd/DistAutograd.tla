@@ -11,63 +11,88 @@
 (*    overflow assertion (removed on the workers in UncheckedIds: their    *)
 (*    counters then run into the next worker's bits, as the arithmetic     *)
 (*    would).                                                              *)
-(*  - One application thread per worker with its thread-local current      *)
-(*    context (current_context_id_); newContext refuses nesting.          *)
+(*  - Several application threads per worker (Threads), each with its     *)
+(*    thread-local current context (current_context_id_); newContext      *)
+(*    refuses nesting (removed under the NestingUnchecked ablation);       *)
+(*    contexts of different threads live side by side in one container.   *)
 (*  - Sender wrapping (getMessageWithAutograd): a message id from the      *)
 (*    sender's counter, a send function when the tensors require grad,    *)
 (*    the destination recorded in knownWorkerIds_ (only for grad messages *)
 (*    under the KnownOnlyOnGrad ablation, as before PR #30914).  Python    *)
 (*    UDF calls are always wrapped (forced recording) inside a context.    *)
+(*    A worker may call itself (a self-RPC is wrapped like any other).     *)
 (*  - The receiver's passive creation of its copy (getOrCreateContext in   *)
 (*    addRecvRpcBackward), its recv function; the callee running under    *)
-(*    the caller's context (DistAutogradContextGuard) with nested RPCs     *)
-(*    recorded in its own known workers; the response wrapped only if its  *)
-(*    result requires grad; the caller's recv registration (which          *)
-(*    re-creates a context the caller already released: #38513).          *)
+(*    the caller's context (DistAutogradContextGuard); a UDF makes up to   *)
+(*    MaxNested nested RPCs, each awaited or fired and forgotten          *)
+(*    (rpc_async without wait), recorded in its own known workers; the    *)
+(*    response wrapped only if its result requires grad; the caller's      *)
+(*    recv registration (which re-creates a context the caller already    *)
+(*    released: #38513).                                                   *)
 (*  - Release on the creator and the cleanup cascade                       *)
 (*    (releaseContext / releaseContextIfPresent, sendReleaseContextRpc):   *)
 (*    fire and forget with retries (a copy may arrive twice; PyTorch may   *)
 (*    exhaust the retries), each holder erases and forwards once, a        *)
 (*    receiver without the context does nothing.                           *)
+(*  - RPC futures: a dead peer fails them when the agent notices (Detect), *)
+(*    and the RPC timeout fails them at any time (RpcTimeout); a late      *)
+(*    answer to a future that timed out is dropped by the agent.           *)
 (*  - FAST-mode backward (DistEngine): dependencies counted over the root  *)
 (*    and every send function of the context; RecvRpcBackward sends        *)
 (*    BACKWARD_AUTOGRAD_REQ; a non-root answers its first request when its *)
 (*    graph task and its own outstanding RPCs are done, later requests at  *)
-(*    once.  Gradients are tokens <<ctx, function>> accumulated into the   *)
-(*    worker's leaf (accumulatedGrads_), never values.                     *)
-(*  - Crashes of the workers in CrashWorkers (#26379).                     *)
+(*    once.  Up to MaxPasses passes per context (retain_graph=True keeps   *)
+(*    the graph; a pass over a freed graph raises and adds nothing); a     *)
+(*    backward function may raise (ErrorWorkers) and the error travels     *)
+(*    back through the futures.  Gradients are tokens <<ctx, pass, fn>>    *)
+(*    accumulated into the worker's leaf (accumulatedGrads_), never        *)
+(*    values: several passes add up, each pass's tokens apart.             *)
+(*  - backward / get_gradients called with the id of a context the thread  *)
+(*    has left (LateCalls; #40880: e.g. in a future's callback): both      *)
+(*    begin with retrieveContext, which throws unless the id is held.      *)
+(*  - Crashes of the workers in CrashWorkers (#26379), also mid-backward.  *)
 (*                                                                         *)
 (* Two variants, selected by the constant Variant:                         *)
 (*  - "PyTorch": torch 2.13 as it behaves, bugs included.                  *)
 (*  - "Reference": the protocol protoref implements.  Its fixes, each      *)
 (*    named and removable through RefAblations to show it is needed:       *)
 (*      "tombstone"  a worker remembers the ids it released (or saw a      *)
-(*                   cleanup for) and getOrCreateContext refuses them;     *)
+(*                   cleanup for) and getOrCreateContext refuses them      *)
+(*                   (kept as a per-creator watermark under Watermark,     *)
+(*                   the research note's alternative);                     *)
 (*      "defer"      a cleanup, and the creator's own release, wait until  *)
 (*                   the worker's running handlers of the context finish; *)
-(*      "skipSender" the cascade does not send the cleanup back to the     *)
-(*                   worker it came from (#32497);                          *)
+(*      "skipSender" the cascade sends the cleanup neither back to the     *)
+(*                   worker it came from (#32497) nor to itself;           *)
 (*      "orphan"     a holder releases a context whose creator crashed     *)
-(*                   (needs a failure detector; #26379).                   *)
+(*                   (needs a failure detector; #26379);                   *)
+(*      "passTag"    backward messages carry their pass, and one of a pass *)
+(*                   the worker has finished is dropped (a request sent   *)
+(*                   by a worker before it died must not restart a task); *)
+(*      "joinNested" a UDF's answer waits for the nested calls it fired    *)
+(*                   and forgot (else the graph can still grow on a worker *)
+(*                   the backward flood has passed).                       *)
 (*    Backward is chosen separately (BackwardMode): "FAST" is torch's,     *)
 (*    "Echo" the Reference's (dead recv functions fire a zero gradient at  *)
-(*    graph-task start; a BACKWARD_START flood along the known workers,    *)
-(*    acknowledged once a worker's graph task is complete, tells the root  *)
-(*    when every worker is done; its parts "zeroDead" and "flood" are      *)
-(*    removable through RefAblations too), "Drain" the research note's     *)
-(*    proposal (a graph task answers when its ready queue and its RPCs     *)
-(*    drain).                                                              *)
+(*    graph-task start, and so do the recv functions of a failed graph    *)
+(*    task; a BACKWARD_START flood along the known workers, acknowledged   *)
+(*    with the subtree's outcome once a worker's graph task is over, tells *)
+(*    the root when every worker is done and whether one failed; its      *)
+(*    parts "zeroDead", "flood" and "ackErrors" are removable through      *)
+(*    RefAblations too), "Drain" the research note's proposal (a graph    *)
+(*    task answers when its ready queue and its RPCs drain).               *)
 (*                                                                         *)
 (* What is abstracted away                                                 *)
 (*  - Tensors and values: a message carries or does not carry grad; a      *)
 (*    recv function on the caller is used by the loss or not; every send   *)
-(*    function and the root also feed the worker's one leaf parameter.     *)
+(*    function and the root also feed the worker's one leaf parameter;    *)
+(*    every local graph saves tensors (so a freed graph always raises).   *)
 (*  - The sharded map and its locks: each handler runs atomically; the     *)
 (*    response callback is a separate step.  Device maps, CUDA streams,    *)
 (*    profiling, TorchScript, the DistributedOptimizer (no protocol state). *)
-(*  - One backward pass per context, started by the creator's thread once  *)
-(*    its forward RPCs have returned; nested RPCs of a handler are         *)
-(*    synchronous (rpc_sync in the UDF); self-RPCs are excluded.           *)
+(*  - Backward passes are started by the creator's thread in its block     *)
+(*    once its forward RPCs have returned, and no forward RPC follows the  *)
+(*    first pass; a nested call's answer feeds the UDF's result.           *)
 (*  - Unwrapped RPCs (builtin ops without grad, calls outside a context)   *)
 (*    touch no autograd state and are left out.                            *)
 (***************************************************************************)
@@ -75,49 +100,68 @@ EXTENDS Integers, FiniteSets
 
 CONSTANTS
     Workers,         \* ranks of the RPC workers (naturals), one container each
-    MaxCtx,          \* [Workers -> Nat]: contexts w's application thread may create
+    Threads,         \* application threads of every worker (naturals)
+    MaxCtx,          \* [Workers -> Nat]: contexts w's application threads may create
     MaxMsg,          \* [Workers -> Nat]: autograd message ids w may draw
-    Calls,           \* pairs <<w, dst>>: w's application thread may call dst
+    Calls,           \* pairs <<w, dst>>: w's application threads may call dst (dst = w: self-RPC)
     NestCalls,       \* pairs <<w, dst>>: a request handler on w may call dst
+    MaxNested,       \* nested calls a UDF may make
+    FireAndForget,   \* BOOLEAN: a UDF may leave a nested call unawaited
     Variant,         \* "PyTorch" | "Reference"
     RefAblations,    \* Reference fixes left out (a subset of the names above)
+    Watermark,       \* BOOLEAN: Reference tombstones kept as a per-creator watermark
     LateForward,     \* BOOLEAN: the `with` block may exit with its RPCs in flight
     DupCleanup,      \* BOOLEAN: a retried cleanup may be delivered twice
     LoseCleanup,     \* BOOLEAN: a cleanup may exhaust its retries (PyTorch only)
     CrashWorkers,    \* workers that may crash
+    Detect,          \* BOOLEAN: the RPC agents notice a dead peer (its connections close)
+    RpcTimeout,      \* BOOLEAN: RPC futures time out (FALSE: rpc_timeout 0, none)
     Cascade,         \* BOOLEAN: FALSE = ablation (#28124, #25525): no forwarding
     KnownOnlyOnGrad, \* BOOLEAN: ablation: known workers only for grad messages
+    NestingUnchecked,\* BOOLEAN: ablation: newContext does not refuse a nested context
     BackwardMode,    \* "off" | "FAST" | "Drain" | "Echo"
     UnusedSends,     \* BOOLEAN: an RPC's output may not reach the loss
+    MaxPasses,       \* backward passes a context may run
+    ErrorWorkers,    \* workers whose backward functions may raise
+    LateCalls,       \* BOOLEAN: backward / get_gradients may be called after the block exited
     UncheckedIds     \* ablation: workers whose counters overflow unchecked
 
 VARIABLES
     nextCtx,   \* [Workers -> Nat]: next_context_id_ (low bits)
     nextMsg,   \* [Workers -> Nat]: next_autograd_message_id_ (low bits)
     ctxs,      \* [Workers -> SUBSET CtxIds]: keys of the container's map
-    cur,       \* [Workers -> CtxIds \cup {None}]: the application thread's current_context_id_
+    cur,       \* [Workers -> [Threads -> CtxIds \cup {None}]]: each thread's current_context_id_
     known,     \* [Workers -> SUBSET (CtxIds \X Workers)]: <<c, x>>: x in knownWorkerIds_ of c
     sends,     \* [Workers -> SUBSET SendRec]: sendAutogradFunctions_ (and their next edges)
     recvs,     \* [Workers -> SUBSET RecvRec]: recvAutogradFunctions_
     handlers,  \* set of HandlerRec: requests being processed under the guard
-    pending,   \* [Workers -> SUBSET (CtxIds \X MsgIds)]: the application thread's futures
+    pending,   \* [Workers -> SUBSET (CtxIds \X MsgIds)]: the application threads' futures
+    detached,  \* [Workers -> SUBSET (CtxIds \X MsgIds)]: futures of nested calls no UDF awaits
     net,       \* set of MsgRec: messages in flight (retry copies are distinct records)
     tomb,      \* [Workers -> SUBSET CtxIds]: Reference: ids released here or cleaned up
     released,  \* history: <<w, c>>: w erased c at least once
+    late,      \* history: <<c, "error"|"found">>: a call with c after its block exited
     alive,     \* [Workers -> BOOLEAN]
-    execd,     \* [Workers -> SUBSET (CtxIds \X Fns)]: functions executed in the pass
-    grads,     \* [Workers -> SUBSET (CtxIds \X Fns)]: gradient contributions accumulated
-               \* into the worker's leaf (accumulatedGrads_): one token per function
-    bstate,    \* [Workers -> SUBSET (CtxIds \X {"run", "done", "fail"})]: graph task state
+    execd,     \* [Workers -> SUBSET (CtxIds \X Fns)]: root and send functions the graph task ran
+    fired,     \* [Workers -> SUBSET (CtxIds \X MsgIds)]: recv functions the graph task ran
+               \* (apart from execd: after a self-RPC both of a message id live on one worker)
+    grads,     \* [Workers -> SUBSET (CtxIds \X Nat \X Fns)]: gradient contributions
+               \* accumulated into the worker's leaf (accumulatedGrads_): <<c, pass, fn>>
+    bstate,    \* [Workers -> SUBSET (CtxIds \X Nat \X TaskStates)]: the latest graph task
+               \* of each context (its pass and state; "run"/"err": initializedContextIds_)
+    results,   \* history: <<c, pass, "done"|"fail">>: what the creator's backward call returned
+    freed,     \* contexts whose graph a pass without retain_graph has freed
     outst,     \* [Workers -> SUBSET (CtxIds \X MsgIds)]: outStandingRpcs_ (FAST, Drain)
     awaiting,  \* [Workers -> SUBSET (CtxIds \X Workers \X MsgIds)]: backward requests
                \* whose answer waits for the graph task (FAST: the first; Drain: all)
     parent,    \* [Workers -> SUBSET (CtxIds \X Workers)]: Echo: the flood's parent
     echoWait   \* [Workers -> SUBSET (CtxIds \X Workers)]: Echo: children not yet done
 
-vars == <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending, net,
-          tomb, released, alive, execd, grads, bstate, outst, awaiting, parent, echoWait>>
-bwdVars == <<execd, grads, bstate, outst, awaiting, parent, echoWait>>
+vars == <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending, detached, net,
+          tomb, released, late, alive, execd, fired, grads, bstate, results, freed, outst,
+          awaiting, parent, echoWait>>
+bwdVars == <<execd, fired, grads, bstate, results, freed, outst, awaiting, parent, echoWait>>
+taskVars == <<outst, awaiting, parent, echoWait>>
 
 -----------------------------------------------------------------------------
 (* Identifiers, records and messages.  Files are under                      *)
@@ -126,11 +170,14 @@ bwdVars == <<execd, grads, bstate, outst, awaiting, parent, echoWait>>
 None == <<>>                  \* no context (current_context_id_ = -1), no message id
 NoWorker == -1
 RootFn == <<-1, 0>>           \* the graph root (the loss) among a context's functions
+TaskStates == {"run", "err", "done", "fail"}
 Reference == Variant = "Reference"
 Fixed(f) == Reference /\ f \notin RefAblations
-\* The two parts of the Echo backward, removable the same way: "zeroDead"
-\* (a recv function nothing consumes fires a zero gradient) and "flood"
-\* (the BACKWARD_START flood and its acknowledgements).
+\* The parts of the Echo backward, removable the same way: "zeroDead" (a
+\* recv function nothing consumes, or one of a failed graph task, fires a
+\* zero gradient), "flood" (the BACKWARD_START flood and its
+\* acknowledgements), "ackErrors" (an acknowledgement carries its subtree's
+\* outcome).
 EchoPart(f) == BackwardMode = "Echo" /\ f \notin RefAblations
 
 CtxIds == UNION {{<<w, n>> : n \in 0..(MaxCtx[w] - 1)} : w \in Workers}
@@ -149,23 +196,34 @@ DrawId(w, n, max) == IF n < max THEN <<w, n>> ELSE <<w + 1, 0>>
 \* response's own message id, req = the request's.  RESP: an unwrapped
 \* response, flag = value (TRUE) or exception (FALSE).  CLEANUP: trig = the
 \* worker whose release or cleanup made the sender send it.  BWD_REQ: flag =
-\* the gradient is non-zero.  BWD_RESP: flag = ok.  BWD_START, BWD_ACK: Echo.
-\* dup: 0 = first attempt, 1 = retried, 2 = the retry's copy.
+\* the gradient is non-zero.  BWD_RESP: flag = ok.  BWD_START, BWD_ACK: Echo
+\* (BWD_ACK: flag = the subtree's pass is ok).  pass: the backward pass a
+\* BWD_* message belongs to (for the model's accounting; torch's messages
+\* carry none), 0 otherwise.  dup: 0 = first attempt, 1 = retried, 2 = the
+\* retry's copy.
 Msg(t, c, m, rq, s, d, f) ==
     [type |-> t, ctx |-> c, mid |-> m, req |-> rq, src |-> s, dst |-> d, flag |-> f,
-     trig |-> NoWorker, dup |-> 0]
+     trig |-> NoWorker, pass |-> 0, dup |-> 0]
+BwdMsg(t, c, m, p, s, d, f) == [Msg(t, c, m, None, s, d, f) EXCEPT !.pass = p]
 CleanupMsg(c, s, d, tr) ==
     [type |-> "CLEANUP", ctx |-> c, mid |-> None, req |-> None, src |-> s, dst |-> d,
-     flag |-> TRUE, trig |-> tr, dup |-> 0]
+     flag |-> TRUE, trig |-> tr, pass |-> 0, dup |-> 0]
 
 KnownOf(w, c) == {e[2] : e \in {x \in known[w] : x[1] = c}}
 SendsOf(w, c) == {s \in sends[w] : s.ctx = c}
 RecvsOf(w, c) == {r \in recvs[w] : r.ctx = c}
 ExecdOf(w, c) == {e[2] : e \in {x \in execd[w] : x[1] = c}}
+FiredOf(w, c) == {e[2] : e \in {x \in fired[w] : x[1] = c}}
 Started(w, c) == \E e \in bstate[w] : e[1] = c
-Running(w, c) == <<c, "run">> \in bstate[w]
+Task(w, c) == {e \in bstate[w] : e[1] = c}            \* at most one element
+Running(w, c) == \E e \in Task(w, c) : e[3] \in {"run", "err"}
+TaskIn(w, c, s) == \E e \in Task(w, c) : e[3] = s
+PassOf(w, c) == IF Task(w, c) = {} THEN 0 ELSE (CHOOSE e \in Task(w, c) : TRUE)[2]
 HandlersOf(w, c) == {h \in handlers : h.w = w /\ h.ctx = c}
 IsRoot(w, c) == <<c, RootFn>> \in execd[w]
+RootRunning(w, c) == Running(w, c) /\ IsRoot(w, c)
+\* The passes of c its creator has finished (one result per backward call).
+Finished(c) == {e \in results : e[1] = c}
 
 \* The functions of c on w that consume recv function r in the forward pass
 \* (so r's gradient is complete once they have all executed): the send
@@ -189,22 +247,38 @@ RespGradChoices(h) ==
 \* Does the application's loss use a response's output?
 LossChoices == IF UnusedSends /\ BackwardMode # "off" THEN BOOLEAN ELSE {TRUE}
 
+\* The ids a tombstone for c covers: c itself, or (Watermark) every id of
+\* c's creator up to c's (one number per creator: "every id below n is dead").
+Tombs(c) ==
+    IF Watermark THEN {x \in CtxIds : x[1] = c[1] /\ x[2] <= c[2]} ELSE {c}
+Refused(w, c) == Fixed("tombstone") /\ c \in tomb[w]
+
 \* Erase c on w (eraseContextIdAndReset): the context and everything it held.
+\* The graph task lives in the context, but PyTorch's DistEngine keeps the id
+\* in initializedContextIds_ until cleanupBackwardPass: a release does not
+\* end a running pass there (observed on torch 2.13: num_current_backward_passes
+\* stays 1 on a worker whose context is gone).
 EraseCtx(w, c) ==
     /\ ctxs' = [ctxs EXCEPT ![w] = @ \ {c}]
     /\ known' = [known EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ sends' = [sends EXCEPT ![w] = {s \in @ : s.ctx # c}]
     /\ recvs' = [recvs EXCEPT ![w] = {r \in @ : r.ctx # c}]
     /\ execd' = [execd EXCEPT ![w] = {e \in @ : e[1] # c}]
+    /\ fired' = [fired EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ grads' = [grads EXCEPT ![w] = {e \in @ : e[1] # c}]
-    /\ bstate' = [bstate EXCEPT ![w] = {e \in @ : e[1] # c}]
+    /\ bstate' = [bstate EXCEPT ![w] = {e \in @ : e[1] # c \/ (~Reference /\ e[3] = "run")}]
     /\ outst' = [outst EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ awaiting' = [awaiting EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ parent' = [parent EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ echoWait' = [echoWait EXCEPT ![w] = {e \in @ : e[1] # c}]
+    /\ freed' = IF w = Creator(c) THEN freed \ {c} ELSE freed
     /\ released' = released \cup {<<w, c>>}
-    /\ tomb' = IF Fixed("tombstone") THEN [tomb EXCEPT ![w] = @ \cup {c}] ELSE tomb
+    /\ tomb' = IF Fixed("tombstone") THEN [tomb EXCEPT ![w] = @ \cup Tombs(c)] ELSE tomb
 
+\* Where w's erase of c sends cleanups (sendReleaseContextRpc): every known
+\* worker; the Reference skips the worker the cleanup came from and itself.
+CascadeTo(w, c, from) ==
+    KnownOf(w, c) \ (IF Fixed("skipSender") THEN {from, w} ELSE {})
 \* Cleanups sent by sendReleaseContextRpc after w erased c, on behalf of trig.
 CleanupsFor(w, c, to, tr) == {CleanupMsg(c, w, x, tr) : x \in to}
 
@@ -215,19 +289,24 @@ Init ==
     /\ nextCtx = [w \in Workers |-> 0]
     /\ nextMsg = [w \in Workers |-> 0]
     /\ ctxs = [w \in Workers |-> {}]
-    /\ cur = [w \in Workers |-> None]
+    /\ cur = [w \in Workers |-> [t \in Threads |-> None]]
     /\ known = [w \in Workers |-> {}]
     /\ sends = [w \in Workers |-> {}]
     /\ recvs = [w \in Workers |-> {}]
     /\ handlers = {}
     /\ pending = [w \in Workers |-> {}]
+    /\ detached = [w \in Workers |-> {}]
     /\ net = {}
     /\ tomb = [w \in Workers |-> {}]
     /\ released = {}
+    /\ late = {}
     /\ alive = [w \in Workers |-> TRUE]
     /\ execd = [w \in Workers |-> {}]
+    /\ fired = [w \in Workers |-> {}]
     /\ grads = [w \in Workers |-> {}]
     /\ bstate = [w \in Workers |-> {}]
+    /\ results = {}
+    /\ freed = {}
     /\ outst = [w \in Workers |-> {}]
     /\ awaiting = [w \in Workers |-> {}]
     /\ parent = [w \in Workers |-> {}]
@@ -236,34 +315,46 @@ Init ==
 -----------------------------------------------------------------------------
 (* Application actions (no fairness: an application may stop at any time)   *)
 
-(* `with dist_autograd.context()` enters: _new_context ->                   *)
+(* `with dist_autograd.context()` enters on thread t: _new_context ->       *)
 (* DistAutogradContainer::newContext (context/container.cpp).  Refused if   *)
 (* the thread already has a context ("Already have an autograd context id  *)
-(* for this thread"): one context per thread, no nesting.                  *)
-NewContext(w) ==
+(* for this thread"; NewContextRefused): one context per thread, no        *)
+(* nesting.  Under NestingUnchecked (ablation) the check is gone and the    *)
+(* new id overwrites the thread-local.                                      *)
+NewContext(w, t) ==
     /\ alive[w]
-    /\ cur[w] = None
+    /\ cur[w][t] = None \/ NestingUnchecked
     /\ CanDraw(w, nextCtx[w], MaxCtx[w])
     /\ LET c == DrawId(w, nextCtx[w], MaxCtx[w])
        IN /\ nextCtx' = [nextCtx EXCEPT ![w] = @ + 1]
           /\ ctxs' = [ctxs EXCEPT ![w] = @ \cup {c}]
-          /\ cur' = [cur EXCEPT ![w] = c]
-    /\ UNCHANGED <<nextMsg, known, sends, recvs, handlers, pending, net, tomb,
-                   released, alive, bwdVars>>
+          /\ cur' = [cur EXCEPT ![w][t] = c]
+    /\ UNCHANGED <<nextMsg, known, sends, recvs, handlers, pending, detached, net, tomb,
+                   released, late, alive, bwdVars>>
 
-(* rpc_sync / rpc_async of a Python UDF inside the block:                   *)
+(* The refusal itself: newContext raises and nothing changes (the thread    *)
+(* keeps its context).  A step the implementation traces; TLC sees it as   *)
+(* stuttering.                                                              *)
+NewContextRefused(w, t) ==
+    /\ alive[w]
+    /\ ~NestingUnchecked
+    /\ cur[w][t] # None
+    /\ UNCHANGED vars
+
+(* rpc_sync / rpc_async of a Python UDF inside thread t's block:            *)
 (* sendMessageWithAutograd -> getMessageWithAutograd (autograd/utils.cpp),  *)
 (* recording forced: a message id from w's counter, addSendRpcBackward if  *)
 (* the tensors require grad, addKnownWorkerId(dst) (since PR #30914 for     *)
-(* every wrapped message), FORWARD_AUTOGRAD_REQ.  The future is pending.    *)
-SendMessageWithAutograd(w, dst, grad) ==
+(* every wrapped message; dst may be w itself), FORWARD_AUTOGRAD_REQ.  The  *)
+(* future is pending.                                                       *)
+SendMessageWithAutograd(w, t, dst, grad) ==
     /\ alive[w]
     /\ <<w, dst>> \in Calls
-    /\ cur[w] # None
-    /\ cur[w] \in ctxs[w]                     \* currentContext() finds it
-    /\ ~Started(w, cur[w])                    \* forward before the one backward pass
+    /\ cur[w][t] # None
+    /\ cur[w][t] \in ctxs[w]                  \* currentContext() finds it
+    /\ ~Started(w, cur[w][t])                 \* forward before the backward passes
     /\ CanDraw(w, nextMsg[w], MaxMsg[w])
-    /\ LET c == cur[w]
+    /\ LET c == cur[w][t]
            m == DrawId(w, nextMsg[w], MaxMsg[w])
        IN /\ nextMsg' = [nextMsg EXCEPT ![w] = @ + 1]
           /\ sends' = IF grad
@@ -274,25 +365,29 @@ SendMessageWithAutograd(w, dst, grad) ==
                       THEN [known EXCEPT ![w] = @ \cup {<<c, dst>>}] ELSE known
           /\ net' = net \cup {Msg("FWD_REQ", c, m, m, w, dst, grad)}
           /\ pending' = [pending EXCEPT ![w] = @ \cup {<<c, m>>}]
-    /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, handlers, tomb, released, alive, bwdVars>>
+    /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, handlers, detached, tomb, released, late,
+                   alive, bwdVars>>
 
 (* The UDF running on a handler thread calls on (nesting): the guard makes   *)
 (* getMessageWithAutograd (autograd/utils.cpp) wrap it in the caller's      *)
-(* context and record dst in THIS worker's known workers.  currentContext() must find the context:    *)
-(* if a cleanup erased it mid-request, the call raises ("Couldn't find     *)
-(* autograd context data for current autograd context id") and the UDF     *)
-(* can only fail (FinishForwardAutogradReq answers with the error).        *)
-(* Nested calls are synchronous: the handler waits for the response.  A     *)
-(* UDF makes at most one nested call (a model bound).                       *)
-NestedSendMessageWithAutograd(w, h, dst, grad) ==
+(* context and record dst in THIS worker's known workers.  currentContext() *)
+(* must find the context: if a cleanup erased it mid-request, the call      *)
+(* raises ("Couldn't find autograd context data for current autograd        *)
+(* context id") and the UDF can only fail (FinishForwardAutogradReq answers *)
+(* with the error).  The UDF awaits the call (rpc_sync, or rpc_async then   *)
+(* wait) or fires and forgets it (await = FALSE: the future is detached and *)
+(* the UDF may return first).  Its inputs: the request's tensors and the    *)
+(* answers of its earlier nested calls.                                     *)
+NestedSendMessageWithAutograd(w, h, dst, grad, await) ==
     /\ alive[w]
-    /\ h \in handlers /\ h.w = w /\ h.wait = None /\ ~h.err /\ ~h.called
+    /\ h \in handlers /\ h.w = w /\ h.wait = None /\ ~h.err /\ h.called < MaxNested
     /\ <<w, dst>> \in NestCalls
     /\ h.ctx \in ctxs[w]
     /\ CanDraw(w, nextMsg[w], MaxMsg[w])
     /\ LET c == h.ctx
            m == DrawId(w, nextMsg[w], MaxMsg[w])
-           inputs == IF BackwardMode # "off" /\ h.grad THEN {h.req} ELSE {}
+           inputs == IF BackwardMode = "off" THEN {}
+                     ELSE (IF h.grad THEN {h.req} ELSE {}) \cup h.nr
        IN /\ nextMsg' = [nextMsg EXCEPT ![w] = @ + 1]
           /\ sends' = IF grad
                       THEN [sends EXCEPT ![w] = @ \cup
@@ -301,52 +396,93 @@ NestedSendMessageWithAutograd(w, h, dst, grad) ==
           /\ known' = IF grad \/ ~KnownOnlyOnGrad
                       THEN [known EXCEPT ![w] = @ \cup {<<c, dst>>}] ELSE known
           /\ net' = net \cup {Msg("FWD_REQ", c, m, m, w, dst, grad)}
-          /\ handlers' = (handlers \ {h}) \cup {[h EXCEPT !.wait = m, !.called = TRUE]}
-    /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, tomb, released, alive, bwdVars>>
+          /\ handlers' = (handlers \ {h}) \cup
+                           {[h EXCEPT !.wait = IF await THEN m ELSE None, !.called = @ + 1,
+                                      !.forgot = IF await THEN @ ELSE @ \cup {m}]}
+          /\ detached' = IF await THEN detached
+                         ELSE [detached EXCEPT ![w] = @ \cup {<<c, m>>}]
+    /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, tomb, released, late, alive, bwdVars>>
 
-(* `with` exits: _release_context -> DistAutogradContainer::releaseContext  *)
-(* (context/container.cpp): the id must exist; snapshot knownWorkerIds_, erase, reset the thread's   *)
-(* current id, sendReleaseContextRpc (fire and forget).  PyTorch does not   *)
-(* wait for the block's RPCs (LateForward: it may exit with them in        *)
-(* flight; otherwise the application awaited them).  A backward pass runs   *)
-(* on this very thread, so it is over.  Reference ("defer"): the release    *)
-(* also waits for this worker's running handlers of the context (a nested   *)
-(* call back to the creator), as a cleanup does.                            *)
-ReleaseContext(w) ==
+(* `with` exits on thread t: _release_context(id) ->                        *)
+(* DistAutogradContainer::releaseContext (context/container.cpp): the id    *)
+(* must exist; snapshot knownWorkerIds_, erase, reset the calling thread's  *)
+(* current id (eraseContextIdAndReset), sendReleaseContextRpc (fire and     *)
+(* forget).  PyTorch does not wait for the block's RPCs (LateForward: it   *)
+(* may exit with them in flight; otherwise the application awaited them or *)
+(* they timed out).  The thread's own backward pass ran on this thread, so  *)
+(* it is over.  Reference ("defer"): the release also waits for this        *)
+(* worker's running handlers of the context (a nested call back to the     *)
+(* creator, a self-RPC), as a cleanup does.                                 *)
+ReleaseContext(w, t) ==
     /\ alive[w]
-    /\ cur[w] # None
-    /\ LET c == cur[w]
+    /\ cur[w][t] # None
+    /\ LET c == cur[w][t]
        IN /\ c \in ctxs[w]
           /\ LateForward \/ ~\E p \in pending[w] : p[1] = c
-          /\ ~Running(w, c)
+          /\ ~RootRunning(w, c)
           /\ Fixed("defer") => HandlersOf(w, c) = {}
           /\ EraseCtx(w, c)
-          /\ cur' = [cur EXCEPT ![w] = None]
-          /\ net' = net \cup CleanupsFor(w, c, KnownOf(w, c), w)
-    /\ UNCHANGED <<nextCtx, nextMsg, handlers, pending, alive>>
+          /\ cur' = [cur EXCEPT ![w][t] = None]
+          /\ net' = net \cup CleanupsFor(w, c, CascadeTo(w, c, w), w)
+    /\ UNCHANGED <<nextCtx, nextMsg, handlers, pending, detached, late, alive, results>>
 
-(* dist_autograd.backward(context_id, [loss]) -> DistEngine::execute        *)
-(* (engine/dist_engine.cpp) on the creator's thread, inside the block, once *)
-(* the results the loss needs have arrived: retrieveContext, the graph task *)
-(* (computeDependencies over the root and every send function), the root   *)
-(* runs and feeds the leaf.  Echo also starts the BACKWARD_START flood.    *)
-DistEngineExecute(w) ==
+(* dist_autograd.backward(context_id, [loss], retain_graph) ->              *)
+(* DistEngine::execute (engine/dist_engine.cpp) on thread t, inside the     *)
+(* block, once the results the loss needs have arrived: retrieveContext,    *)
+(* then (initializedContextIds_ must not hold the id: TORCH_INTERNAL_ASSERT) *)
+(* the graph task (computeDependencies over the root and every send        *)
+(* function; clearOutstandingRpcs), the root runs and feeds the leaf.  A    *)
+(* pass without retain_graph frees the graph: the next pass raises at once  *)
+(* ("Trying to backward through the graph a second time") and adds         *)
+(* nothing.  Echo also starts the BACKWARD_START flood.                     *)
+DistEngineExecute(w, t, retain) ==
     /\ BackwardMode # "off"
     /\ alive[w]
-    /\ cur[w] # None
-    /\ LET c == cur[w]
+    /\ cur[w][t] # None
+    /\ LET c == cur[w][t]
+           p == Cardinality(Finished(c)) + 1
+           to == KnownOf(w, c) \ {w}
        IN /\ c \in ctxs[w]
-          /\ ~\E p \in pending[w] : p[1] = c
-          /\ ~Started(w, c)
-          /\ bstate' = [bstate EXCEPT ![w] = @ \cup {<<c, "run">>}]
-          /\ execd' = [execd EXCEPT ![w] = @ \cup {<<c, RootFn>>}]
-          /\ grads' = [grads EXCEPT ![w] = @ \cup {<<c, RootFn>>}]
-          /\ IF EchoPart("flood")
-             THEN /\ echoWait' = [echoWait EXCEPT ![w] = @ \cup {<<c, x>> : x \in KnownOf(w, c)}]
-                  /\ net' = net \cup {Msg("BWD_START", c, None, None, w, x, TRUE) : x \in KnownOf(w, c)}
-             ELSE UNCHANGED <<echoWait, net>>
+          /\ ~\E q \in pending[w] : q[1] = c
+          /\ ~Running(w, c)
+          /\ p <= MaxPasses
+          /\ retain \in (IF p < MaxPasses THEN BOOLEAN ELSE {FALSE})
+          /\ IF c \in freed
+             THEN /\ bstate' = [bstate EXCEPT ![w] = {e \in @ : e[1] # c} \cup {<<c, p, "fail">>}]
+                  /\ results' = results \cup {<<c, p, "fail">>}
+                  /\ UNCHANGED <<execd, fired, grads, freed, taskVars, net>>
+             ELSE /\ bstate' = [bstate EXCEPT ![w] = {e \in @ : e[1] # c} \cup {<<c, p, "run">>}]
+                  /\ execd' = [execd EXCEPT ![w] = {e \in @ : e[1] # c} \cup {<<c, RootFn>>}]
+                  /\ fired' = [fired EXCEPT ![w] = {e \in @ : e[1] # c}]
+                  /\ grads' = [grads EXCEPT ![w] = @ \cup {<<c, p, RootFn>>}]
+                  /\ freed' = IF retain THEN freed ELSE freed \cup {c}
+                  /\ outst' = [outst EXCEPT ![w] = {e \in @ : e[1] # c}]
+                  /\ awaiting' = [awaiting EXCEPT ![w] = {e \in @ : e[1] # c}]
+                  /\ parent' = [parent EXCEPT ![w] = {e \in @ : e[1] # c}]
+                  /\ IF EchoPart("flood")
+                     THEN /\ echoWait' = [echoWait EXCEPT ![w] =
+                                            {e \in @ : e[1] # c} \cup {<<c, x>> : x \in to}]
+                          /\ net' = net \cup {BwdMsg("BWD_START", c, None, p, w, x, TRUE) : x \in to}
+                     ELSE UNCHANGED <<echoWait, net>>
+                  /\ UNCHANGED results
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, outst, awaiting, parent>>
+                   detached, tomb, released, late, alive>>
+
+(* backward(c, ...) or get_gradients(c) called with the id of a context    *)
+(* w's thread created and has left (#40880: e.g. in a callback of a future  *)
+(* that completes after the block): both begin with                         *)
+(* DistAutogradContainer::retrieveContext (context/container.cpp), which    *)
+(* throws "Could not find autograd context with id" unless w holds the id.  *)
+(* The outcome of the first such call per context is recorded; a found      *)
+(* context would then run a pass, which the model does not follow.          *)
+RetrieveContext(w, c) ==
+    /\ LateCalls
+    /\ alive[w]
+    /\ Creator(c) = w /\ <<w, c>> \in released
+    /\ ~\E e \in late : e[1] = c
+    /\ late' = late \cup {<<c, IF c \in ctxs[w] THEN "found" ELSE "error">>}
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
+                   detached, net, tomb, released, alive, bwdVars>>
 
 -----------------------------------------------------------------------------
 (* Faults (no fairness)                                                     *)
@@ -359,7 +495,7 @@ RetryCleanup(m) ==
     /\ m \in net /\ m.type = "CLEANUP" /\ m.dup = 0
     /\ net' = (net \ {m}) \cup {[m EXCEPT !.dup = 1], [m EXCEPT !.dup = 2]}
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, bwdVars>>
+                   detached, tomb, released, late, alive, bwdVars>>
 
 (* The cleanup's 20 retries are exhausted (sendReleaseContextRpc's callback *)
 (* in context/container.cpp logs "Could not release Dist Autograd Context   *)
@@ -370,36 +506,88 @@ LoseCleanupMsg(m) ==
     /\ m \in net /\ m.type = "CLEANUP"
     /\ net' = net \ {m}
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, bwdVars>>
+                   detached, tomb, released, late, alive, bwdVars>>
 
-(* A worker dies with its container.  The RPC agents of the other workers   *)
-(* (rpc/tensorpipe_agent.cpp) fail the futures of requests it will never   *)
-(* answer (the request in flight or being handled); the rest of what was   *)
-(* sent to it is lost.                                                      *)
+(* The answers the agents give when a request meets a dead worker (its      *)
+(* connections closed: Detect): the futures fail; Echo's failure detector   *)
+(* answers a BACKWARD_START the dead worker will never acknowledge.         *)
+ErrorAnswer(m) ==
+    CASE m.type = "FWD_REQ" -> {Msg("RESP", m.ctx, None, m.req, m.dst, m.src, FALSE)}
+      [] m.type = "BWD_REQ" -> {BwdMsg("BWD_RESP", m.ctx, m.mid, m.pass, m.dst, m.src, FALSE)}
+      [] m.type = "BWD_START" -> {BwdMsg("BWD_ACK", m.ctx, None, m.pass, m.dst, m.src, FALSE)}
+      [] OTHER -> {}
+
+(* A worker dies with its container.  With Detect the RPC agents of the     *)
+(* other workers (rpc/tensorpipe_agent.cpp) fail the futures of requests it *)
+(* will never answer (in flight, being handled, or a backward request      *)
+(* waiting for its graph task; Echo: the flood parent of a graph task still *)
+(* running is told); the rest of what was sent to it is lost.  Without      *)
+(* Detect (a worker that stops without closing its connections: SIGSTOP, a  *)
+(* hung or partitioned host) nobody notices: only an RPC timeout ends those *)
+(* futures.                                                                 *)
 Crash(w) ==
     /\ w \in CrashWorkers
     /\ alive[w]
+    /\ LET inflight == {m \in net : m.dst = w}
+           failures ==
+               UNION {ErrorAnswer(m) : m \in inflight}
+               \cup {Msg("RESP", h.ctx, None, h.req, w, h.caller, FALSE) :
+                       h \in {x \in handlers : x.w = w}}
+               \cup {BwdMsg("BWD_RESP", e[1], e[3], PassOf(w, e[1]), w, e[2], FALSE) :
+                       e \in awaiting[w]}
+               \cup {BwdMsg("BWD_ACK", e[1], None, PassOf(w, e[1]), w, e[2], FALSE) :
+                       e \in {x \in parent[w] : Running(w, x[1])}}
+       IN net' = (net \ inflight) \cup (IF Detect THEN failures ELSE {})
     /\ alive' = [alive EXCEPT ![w] = FALSE]
     /\ ctxs' = [ctxs EXCEPT ![w] = {}]
-    /\ cur' = [cur EXCEPT ![w] = None]
+    /\ cur' = [cur EXCEPT ![w] = [t \in Threads |-> None]]
     /\ known' = [known EXCEPT ![w] = {}]
     /\ sends' = [sends EXCEPT ![w] = {}]
     /\ recvs' = [recvs EXCEPT ![w] = {}]
     /\ pending' = [pending EXCEPT ![w] = {}]
+    /\ detached' = [detached EXCEPT ![w] = {}]
     /\ handlers' = {h \in handlers : h.w # w}
-    /\ net' = {m \in net : m.dst # w}
-              \cup {Msg("RESP", h.ctx, None, h.req, w, h.caller, FALSE) :
-                      h \in {x \in handlers : x.w = w}}
-              \cup {Msg("RESP", m.ctx, None, m.req, w, m.src, FALSE) :
-                      m \in {x \in net : x.dst = w /\ x.type = "FWD_REQ"}}
     /\ execd' = [execd EXCEPT ![w] = {}]
+    /\ fired' = [fired EXCEPT ![w] = {}]
     /\ grads' = [grads EXCEPT ![w] = {}]
     /\ bstate' = [bstate EXCEPT ![w] = {}]
     /\ outst' = [outst EXCEPT ![w] = {}]
     /\ awaiting' = [awaiting EXCEPT ![w] = {}]
     /\ parent' = [parent EXCEPT ![w] = {}]
     /\ echoWait' = [echoWait EXCEPT ![w] = {}]
-    /\ UNCHANGED <<nextCtx, nextMsg, tomb, released>>
+    /\ UNCHANGED <<nextCtx, nextMsg, tomb, released, late, results, freed>>
+
+(* c's graph task on w fails: FAST and Drain end it (DistEngine's error    *)
+(* path: cleanupBackwardPass, the waiting requests answered with the error, *)
+(* "Error on Node w: ..."; on the root backward raises); Echo marks it      *)
+(* failed ("err") and lets it drain, so the outcome travels up the flood.  *)
+(* consumed: the message whose handling failed it (taken from the net).     *)
+FailTask(w, c, consumed) ==
+    LET p == PassOf(w, c)
+        waiting == {e \in awaiting[w] : e[1] = c}
+    IN IF BackwardMode = "Echo"
+       THEN /\ bstate' = [bstate EXCEPT ![w] = (@ \ Task(w, c)) \cup {<<c, p, "err">>}]
+            /\ net' = net \ consumed
+            /\ UNCHANGED <<results, awaiting, outst>>
+       ELSE /\ bstate' = [bstate EXCEPT ![w] = (@ \ Task(w, c)) \cup {<<c, p, "fail">>}]
+            /\ results' = IF IsRoot(w, c) THEN results \cup {<<c, p, "fail">>} ELSE results
+            /\ awaiting' = [awaiting EXCEPT ![w] = @ \ waiting]
+            /\ outst' = [outst EXCEPT ![w] = {e \in @ : e[1] # c}]
+            /\ net' = (net \ consumed) \cup
+                      {BwdMsg("BWD_RESP", c, e[3], p, w, e[2], FALSE) : e \in waiting}
+
+(* A backward function of c's graph task on w raises (a custom Function's   *)
+(* backward, a hook, a shape check): engine_.thread_on_exception and        *)
+(* exit_on_error mark the graph task failed (engine/dist_engine.cpp).       *)
+BackwardError(w, c) ==
+    /\ w \in ErrorWorkers
+    /\ alive[w]
+    /\ c \in ctxs[w]
+    /\ TaskIn(w, c, "run")
+    /\ FailTask(w, c, {})
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
+                   detached, tomb, released, late, alive, execd, fired, grads, freed, parent,
+                   echoWait>>
 
 -----------------------------------------------------------------------------
 (* Message handlers and callbacks (weakly fair as a whole)                  *)
@@ -414,7 +602,7 @@ ProcessForwardAutogradReq(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "FWD_REQ" /\ msg.dst = w
     /\ LET c == msg.ctx
-       IN IF Fixed("tombstone") /\ c \in tomb[w]
+       IN IF Refused(w, c)
           THEN /\ net' = (net \ {msg}) \cup {Msg("RESP", c, None, msg.req, w, msg.src, FALSE)}
                /\ UNCHANGED <<ctxs, recvs, handlers>>
           ELSE /\ net' = net \ {msg}
@@ -425,9 +613,9 @@ ProcessForwardAutogradReq(w, msg) ==
                            ELSE recvs
                /\ handlers' = handlers \cup
                     {[w |-> w, ctx |-> c, req |-> msg.mid, caller |-> msg.src, grad |-> msg.flag,
-                      wait |-> None, called |-> FALSE, nr |-> {}, err |-> FALSE]}
-    /\ UNCHANGED <<nextCtx, nextMsg, cur, known, sends, pending, tomb, released, alive,
-                   bwdVars>>
+                      wait |-> None, called |-> 0, nr |-> {}, forgot |-> {}, err |-> FALSE]}
+    /\ UNCHANGED <<nextCtx, nextMsg, cur, known, sends, pending, detached, tomb, released,
+                   late, alive, bwdVars>>
 
 (* The UDF has returned: the continuation of processForwardAutogradReq      *)
 (* (rpc/request_callback_no_python.cpp), again under the guard, wraps the   *)
@@ -436,10 +624,13 @@ ProcessForwardAutogradReq(w, msg) ==
 (* unwrapped if the result does not require grad; otherwise a message id,  *)
 (* a send function and the caller recorded as a known worker -- which needs *)
 (* currentContext(), so a context erased mid-request turns the response    *)
-(* into an error.                                                           *)
+(* into an error.  Nested calls fired and forgotten may still be running;   *)
+(* the Reference answers only once they are over ("joinNested": the RPC     *)
+(* layer awaits every future a UDF created under the guard).                *)
 FinishForwardAutogradReq(w, h, respGrad) ==
     /\ alive[w]
     /\ h \in handlers /\ h.w = w /\ h.wait = None
+    /\ Fixed("joinNested") => \A m \in h.forgot : <<h.ctx, m>> \notin detached[w]
     /\ respGrad \in RespGradChoices(h)
     /\ LET c == h.ctx
            ok == ~h.err /\ (respGrad => c \in ctxs[w])
@@ -459,37 +650,48 @@ FinishForwardAutogradReq(w, h, respGrad) ==
                   /\ net' = net \cup {Msg("FWD_RESP", c, m, h.req, w, h.caller, TRUE)}
              ELSE /\ net' = net \cup {Msg("RESP", c, None, h.req, w, h.caller, ok)}
                   /\ UNCHANGED <<nextMsg, sends, known>>
-    /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, tomb, released, alive, bwdVars>>
+    /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, detached, tomb, released, late, alive,
+                   bwdVars>>
+
+\* The futures of w waiting for the answer to request rq of context c.
+AppWaits(w, c, rq) == <<c, rq>> \in pending[w]
+DetachedWaits(w, c, rq) == <<c, rq>> \in detached[w]
+HandlersWaiting(w, rq) == {h \in handlers : h.w = w /\ h.wait = rq}
+SomeoneWaits(w, c, rq) ==
+    AppWaits(w, c, rq) \/ DetachedWaits(w, c, rq) \/ HandlersWaiting(w, rq) # {}
 
 (* The future of a wrapped request completes with a wrapped response:       *)
 (* deserializeResponse (rpc/utils.cpp) calls addRecvRpcBackward, hence      *)
 (* getOrCreateContext ON THE CALLER, which re-creates a context the caller  *)
 (* has already released (#38513).  Reference: a released id's autograd part *)
-(* is dropped and the value is delivered detached.  The caller is the       *)
-(* application thread (its future) or a handler waiting on a nested call.  *)
-(* loss: whether the application's loss uses this output.                   *)
+(* is dropped and the value is delivered detached.  The caller is an        *)
+(* application thread (its future), a handler waiting on a nested call, or  *)
+(* a nested call nobody awaits.  loss: whether the application's loss uses  *)
+(* this output.                                                             *)
 DeserializeForwardAutogradResp(w, msg, loss) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "FWD_RESP" /\ msg.dst = w
     /\ loss \in LossChoices
     /\ LET c == msg.ctx
-           drop == Fixed("tombstone") /\ c \in tomb[w]
-           app == <<c, msg.req>> \in pending[w]
-           hs == {h \in handlers : h.w = w /\ h.wait = msg.req}
-       IN /\ app \/ hs # {}
-          /\ app \/ loss                      \* a handler has no loss of its own
+           drop == Refused(w, c)
+           app == AppWaits(w, c, msg.req)
+           det == DetachedWaits(w, c, msg.req)
+           hs == HandlersWaiting(w, msg.req)
+       IN /\ app \/ det \/ hs # {}
+          /\ app \/ loss                      \* only the application has a loss
           /\ net' = net \ {msg}
           /\ ctxs' = IF drop THEN ctxs ELSE [ctxs EXCEPT ![w] = @ \cup {c}]
           /\ recvs' = IF drop THEN recvs
                       ELSE [recvs EXCEPT ![w] = @ \cup
                               {[ctx |-> c, mid |-> msg.mid, src |-> msg.src, loss |-> app /\ loss]}]
           /\ pending' = [pending EXCEPT ![w] = @ \ {<<c, msg.req>>}]
-          /\ handlers' = IF app THEN handlers
+          /\ detached' = [detached EXCEPT ![w] = @ \ {<<c, msg.req>>}]
+          /\ handlers' = IF app \/ det THEN handlers
                          ELSE {IF h \in hs
                                THEN [h EXCEPT !.wait = None,
                                               !.nr = IF drop THEN @ ELSE @ \cup {msg.mid}]
                                ELSE h : h \in handlers}
-    /\ UNCHANGED <<nextCtx, nextMsg, cur, known, sends, tomb, released, alive, bwdVars>>
+    /\ UNCHANGED <<nextCtx, nextMsg, cur, known, sends, tomb, released, late, alive, bwdVars>>
 
 (* The future completes with an unwrapped value or an exception             *)
 (* (deserializeResponse, rpc/utils.cpp; a nested call's exception makes the *)
@@ -497,16 +699,36 @@ DeserializeForwardAutogradResp(w, msg, loss) ==
 DeserializeResponse(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "RESP" /\ msg.dst = w
-    /\ LET app == <<msg.ctx, msg.req>> \in pending[w]
-           hs == {h \in handlers : h.w = w /\ h.wait = msg.req}
-       IN /\ app \/ hs # {}
+    /\ LET app == AppWaits(w, msg.ctx, msg.req)
+           det == DetachedWaits(w, msg.ctx, msg.req)
+           hs == HandlersWaiting(w, msg.req)
+       IN /\ app \/ det \/ hs # {}
           /\ net' = net \ {msg}
           /\ pending' = [pending EXCEPT ![w] = @ \ {<<msg.ctx, msg.req>>}]
-          /\ handlers' = IF app THEN handlers
+          /\ detached' = [detached EXCEPT ![w] = @ \ {<<msg.ctx, msg.req>>}]
+          /\ handlers' = IF app \/ det THEN handlers
                          ELSE {IF h \in hs THEN [h EXCEPT !.wait = None, !.err = ~msg.flag]
                                ELSE h : h \in handlers}
-    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, tomb, released, alive,
-                   bwdVars>>
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, tomb, released, late,
+                   alive, bwdVars>>
+
+(* TensorPipeAgent's timeout poller (pollTimeoutRpcs, rpc/tensorpipe_agent.cpp) *)
+(* fails the future of request m of worker w: "RPC ran for more than set    *)
+(* timeout".  It may fire at any time (a slow callee looks like a dead one); *)
+(* the callee keeps running, and its late answer is dropped (Discard).      *)
+PollTimeoutRpcs(w, m) ==
+    /\ RpcTimeout
+    /\ alive[w]
+    /\ LET inApp == {p \in pending[w] : p[2] = m}
+           inDet == {p \in detached[w] : p[2] = m}
+           hs == HandlersWaiting(w, m)
+       IN /\ inApp \cup inDet # {} \/ hs # {}
+          /\ pending' = [pending EXCEPT ![w] = @ \ inApp]
+          /\ detached' = [detached EXCEPT ![w] = @ \ inDet]
+          /\ handlers' = {IF h \in hs THEN [h EXCEPT !.wait = None, !.err = TRUE] ELSE h
+                            : h \in handlers}
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, net, tomb, released,
+                   late, alive, bwdVars>>
 
 (* CLEANUP_AUTOGRAD_CONTEXT_REQ -> processCleanupAutogradContextReq         *)
 (* (rpc/request_callback_no_python.cpp) -> DistAutogradContainer::          *)
@@ -515,47 +737,50 @@ DeserializeResponse(w, msg) ==
 (* worker (the cascade; each incarnation forwards at most once).  The       *)
 (* response is sent at once (not modelled: nothing waits for it).          *)
 (* Reference: waits while a handler of c runs here ("defer"); remembers the *)
-(* id even when absent ("tombstone"); does not send back ("skipSender").   *)
+(* id even when absent ("tombstone"); sends neither back nor to itself     *)
+(* ("skipSender").                                                          *)
 ProcessCleanupAutogradContextReq(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "CLEANUP" /\ msg.dst = w
     /\ Fixed("defer") => HandlersOf(w, msg.ctx) = {}
     /\ LET c == msg.ctx
-           to == IF ~Cascade THEN {}
-                 ELSE KnownOf(w, c) \ (IF Fixed("skipSender") THEN {msg.src} ELSE {})
+           to == IF ~Cascade THEN {} ELSE CascadeTo(w, c, msg.src)
        IN IF c \in ctxs[w]
           THEN /\ EraseCtx(w, c)
                /\ net' = (net \ {msg}) \cup CleanupsFor(w, c, to, msg.src)
           ELSE /\ net' = net \ {msg}
-               /\ tomb' = IF Fixed("tombstone") THEN [tomb EXCEPT ![w] = @ \cup {c}] ELSE tomb
-               /\ UNCHANGED <<ctxs, known, sends, recvs, released, bwdVars>>
-    /\ UNCHANGED <<nextCtx, nextMsg, cur, handlers, pending, alive>>
+               /\ tomb' = IF Fixed("tombstone") THEN [tomb EXCEPT ![w] = @ \cup Tombs(c)]
+                          ELSE tomb
+               /\ UNCHANGED <<ctxs, known, sends, recvs, released, execd, fired, grads, bstate,
+                              freed, taskVars>>
+    /\ UNCHANGED <<nextCtx, nextMsg, cur, handlers, pending, detached, late, alive, results>>
 
 (* Reference (#26379's proposal): a holder whose failure detector reports   *)
 (* the creator dead releases the context (after its handlers of it) and     *)
 (* cascades the cleanup as releaseContextIfPresent does.                    *)
 ReleaseOrphanedContext(w, c) ==
-    /\ Fixed("orphan")
+    /\ Fixed("orphan") /\ Detect
     /\ alive[w]
     /\ c \in ctxs[w]
     /\ Creator(c) \in Workers /\ ~alive[Creator(c)]
     /\ HandlersOf(w, c) = {}
     /\ EraseCtx(w, c)
-    /\ net' = net \cup CleanupsFor(w, c, KnownOf(w, c), w)
-    /\ UNCHANGED <<nextCtx, nextMsg, cur, handlers, pending, alive>>
+    /\ net' = net \cup CleanupsFor(w, c, CascadeTo(w, c, w), w)
+    /\ UNCHANGED <<nextCtx, nextMsg, cur, handlers, pending, detached, late, alive, results>>
 
-(* A message to a dead worker: the sender's agent fails the future of a     *)
-(* request (or of a gradient request); anything else is lost.               *)
+(* The agent disposes of a message nobody will handle: one sent to a dead   *)
+(* worker (with Detect a request's future fails, ErrorAnswer; anything else *)
+(* is lost), or an answer whose future has already timed out (dropped).    *)
 Discard(msg) ==
-    /\ msg \in net /\ ~alive[msg.dst]
-    /\ net' = (net \ {msg}) \cup
-              (IF msg.type = "FWD_REQ"
-               THEN {Msg("RESP", msg.ctx, None, msg.req, msg.dst, msg.src, FALSE)}
-               ELSE IF msg.type = "BWD_REQ"
-               THEN {Msg("BWD_RESP", msg.ctx, msg.mid, None, msg.dst, msg.src, FALSE)}
-               ELSE {})
+    /\ msg \in net
+    /\ \/ /\ ~alive[msg.dst]
+          /\ net' = (net \ {msg}) \cup (IF Detect THEN ErrorAnswer(msg) ELSE {})
+       \/ /\ alive[msg.dst]
+          /\ msg.type \in {"FWD_RESP", "RESP"}
+          /\ ~SomeoneWaits(msg.dst, msg.ctx, msg.req)
+          /\ net' = net \ {msg}
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, bwdVars>>
+                   detached, tomb, released, late, alive, bwdVars>>
 
 -----------------------------------------------------------------------------
 (* Backward                                                                 *)
@@ -563,21 +788,32 @@ Discard(msg) ==
 (* The graph task of c on w is over.  FAST: every send function executed   *)
 (* (the root too, on the root), every recv function with a consumer fired,  *)
 (* and the outstanding RPCs answered.  Echo: every function executed,        *)
-(* including recv functions nothing consumes, and every flood child done.   *)
-(* Drain: nothing ready and no RPC outstanding (unexecuted sends do not     *)
-(* hold it up).                                                             *)
+(* including recv functions nothing consumes (a send function whose recv   *)
+(* function died with its worker counts as executed: the failure detector), *)
+(* and every flood child done.  Drain: nothing ready and no RPC outstanding *)
+(* (unexecuted sends do not hold it up).                                    *)
 ReadyRecv(w, c, r) ==
-    /\ r.mid \notin ExecdOf(w, c)
-    /\ Consumers(w, c, r) \subseteq ExecdOf(w, c)
-    /\ Consumers(w, c, r) # {} \/ EchoPart("zeroDead")
+    /\ r.mid \notin FiredOf(w, c)
+    /\ \/ /\ Consumers(w, c, r) \subseteq ExecdOf(w, c)
+          /\ Consumers(w, c, r) # {} \/ EchoPart("zeroDead")
+       \/ TaskIn(w, c, "err") /\ EchoPart("zeroDead")
 NoOutstanding(w, c) == ~\E e \in outst[w] : e[1] = c
+\* Reference ("passTag"): a backward message of pass p is stale on w if w has
+\* finished pass p of c, or is on a later one.
+StalePass(w, c, p) ==
+    /\ Fixed("passTag")
+    /\ Task(w, c) # {}
+    /\ \/ p < PassOf(w, c)
+       \/ p = PassOf(w, c) /\ ~Running(w, c)
 Complete(w, c) ==
     CASE BackwardMode = "FAST" ->
             /\ {s.mid : s \in SendsOf(w, c)} \subseteq ExecdOf(w, c)
             /\ ~\E r \in RecvsOf(w, c) : ReadyRecv(w, c, r)
             /\ NoOutstanding(w, c)
       [] BackwardMode = "Echo" ->
-            /\ {s.mid : s \in SendsOf(w, c)} \cup {r.mid : r \in RecvsOf(w, c)} \subseteq ExecdOf(w, c)
+            /\ {s.mid : s \in {x \in SendsOf(w, c) : alive[x.dst] \/ ~Detect}}
+                 \subseteq ExecdOf(w, c)
+            /\ {r.mid : r \in RecvsOf(w, c)} \subseteq FiredOf(w, c)
             /\ IsRoot(w, c) \/ (\E e \in parent[w] : e[1] = c) \/ ~EchoPart("flood")
             /\ ~\E e \in echoWait[w] : e[1] = c
       [] OTHER -> \* Drain
@@ -587,54 +823,72 @@ Complete(w, c) ==
 (* RecvRpcBackward::apply (functions/recvrpc_backward.cpp): once every      *)
 (* consumer has delivered its gradient, send BACKWARD_AUTOGRAD_REQ with it  *)
 (* to the worker that sent the tensors and record the future as an         *)
-(* outstanding RPC.  The gradient is non-zero iff some consumer's was.     *)
-(* FAST and Drain never run a recv function nothing consumes; Echo runs it *)
-(* at once with a zero gradient.                                            *)
+(* outstanding RPC.  The gradient is non-zero iff some consumer's was (and  *)
+(* the graph task has not failed).  FAST and Drain never run a recv         *)
+(* function nothing consumes; Echo runs it at once with a zero gradient.   *)
 RecvRpcBackwardApply(w, c, r) ==
     /\ alive[w]
     /\ Running(w, c)
     /\ r \in RecvsOf(w, c)
     /\ ReadyRecv(w, c, r)
-    /\ LET real == \E f \in Consumers(w, c, r) : <<c, f>> \in grads[w]
-       IN /\ execd' = [execd EXCEPT ![w] = @ \cup {<<c, r.mid>>}]
-          /\ net' = net \cup {Msg("BWD_REQ", c, r.mid, r.mid, w, r.src, real)}
+    /\ LET p == PassOf(w, c)
+           real == TaskIn(w, c, "run") /\ \E f \in Consumers(w, c, r) : <<c, p, f>> \in grads[w]
+       IN /\ fired' = [fired EXCEPT ![w] = @ \cup {<<c, r.mid>>}]
+          /\ net' = net \cup {BwdMsg("BWD_REQ", c, r.mid, p, w, r.src, real)}
           /\ outst' = IF BackwardMode = "Echo" THEN outst
                       ELSE [outst EXCEPT ![w] = @ \cup {<<c, r.mid>>}]
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, grads, bstate, awaiting, parent, echoWait>>
+                   detached, tomb, released, late, alive, execd, grads, bstate, results, freed,
+                   awaiting, parent, echoWait>>
 
 (* BACKWARD_AUTOGRAD_REQ -> processBackwardAutogradReq                      *)
 (* (rpc/request_callback_no_python.cpp): retrieveContext and                *)
-(* retrieveSendFunction (both throw: the answer is an error), then          *)
-(* DistEngine::executeSendFunctionAsync (engine/dist_engine.cpp): the first *)
-(* request of the context computes the dependencies (over every send       *)
-(* function) and is answered                                                *)
-(* only when the graph task and this worker's outstanding RPCs are done;    *)
-(* later requests are answered at once.  The send function runs and feeds  *)
-(* the leaf.  Drain answers every request on draining; Echo answers none    *)
-(* (the flood tracks completion).                                           *)
+(* retrieveSendFunction (both throw: the answer is an error, in every      *)
+(* mode), then DistEngine::executeSendFunctionAsync (engine/dist_engine.cpp): *)
+(* a request finding no graph task of the context (initializedContextIds_) *)
+(* starts one (dependencies over every send function) and, in FAST mode, is *)
+(* answered only when the graph task and this worker's outstanding RPCs are *)
+(* done; later requests are answered at once.  The send function runs and  *)
+(* feeds the leaf.  Drain answers every request on draining; Echo answers   *)
+(* none (the flood tracks completion).  Nothing tells a request of an older *)
+(* pass from one of the current pass (torch's messages carry no pass); the  *)
+(* Reference's do ("passTag"), and a request of a pass this worker has      *)
+(* already finished, or of an older one, is dropped.                        *)
 ProcessBackwardAutogradReq(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "BWD_REQ" /\ msg.dst = w
     /\ LET c == msg.ctx
            found == c \in ctxs[w] /\ \E s \in SendsOf(w, c) : s.mid = msg.mid
-           first == ~Started(w, c)
-       IN IF ~found
+           first == ~Running(w, c)
+           p == IF first THEN msg.pass ELSE PassOf(w, c)
+           applies == msg.flag /\ (first \/ TaskIn(w, c, "run"))
+       IN IF found /\ StalePass(w, c, msg.pass)
+          THEN /\ net' = net \ {msg}
+               /\ UNCHANGED <<execd, fired, grads, bstate, taskVars>>
+          ELSE IF ~found
           THEN /\ net' = (net \ {msg}) \cup
-                         (IF BackwardMode = "Echo" THEN {}
-                          ELSE {Msg("BWD_RESP", c, msg.mid, None, w, msg.src, FALSE)})
-               /\ UNCHANGED <<execd, grads, bstate, awaiting>>
-          ELSE /\ execd' = [execd EXCEPT ![w] = @ \cup {<<c, msg.mid>>}]
-               /\ grads' = IF msg.flag THEN [grads EXCEPT ![w] = @ \cup {<<c, msg.mid>>}]
+                         {BwdMsg("BWD_RESP", c, msg.mid, msg.pass, w, msg.src, FALSE)}
+               /\ UNCHANGED <<execd, fired, grads, bstate, taskVars>>
+          ELSE /\ execd' = [execd EXCEPT ![w] =
+                              IF first THEN {e \in @ : e[1] # c} \cup {<<c, msg.mid>>}
+                              ELSE @ \cup {<<c, msg.mid>>}]
+               /\ fired' = IF first THEN [fired EXCEPT ![w] = {e \in @ : e[1] # c}] ELSE fired
+               /\ grads' = IF applies THEN [grads EXCEPT ![w] = @ \cup {<<c, msg.pass, msg.mid>>}]
                            ELSE grads
-               /\ bstate' = IF first THEN [bstate EXCEPT ![w] = @ \cup {<<c, "run">>}]
+               /\ bstate' = IF first
+                            THEN [bstate EXCEPT ![w] = (@ \ Task(w, c)) \cup {<<c, p, "run">>}]
                             ELSE bstate
+               /\ outst' = IF first THEN [outst EXCEPT ![w] = {e \in @ : e[1] # c}] ELSE outst
+               /\ parent' = IF first THEN [parent EXCEPT ![w] = {e \in @ : e[1] # c}] ELSE parent
+               /\ echoWait' = IF first THEN [echoWait EXCEPT ![w] = {e \in @ : e[1] # c}]
+                              ELSE echoWait
                /\ CASE BackwardMode = "FAST" ->
                          IF first
-                         THEN /\ awaiting' = [awaiting EXCEPT ![w] = @ \cup {<<c, msg.src, msg.mid>>}]
+                         THEN /\ awaiting' = [awaiting EXCEPT ![w] =
+                                                {e \in @ : e[1] # c} \cup {<<c, msg.src, msg.mid>>}]
                               /\ net' = net \ {msg}
                          ELSE /\ net' = (net \ {msg}) \cup
-                                        {Msg("BWD_RESP", c, msg.mid, None, w, msg.src, TRUE)}
+                                        {BwdMsg("BWD_RESP", c, msg.mid, msg.pass, w, msg.src, TRUE)}
                               /\ UNCHANGED awaiting
                     [] BackwardMode = "Drain" ->
                          /\ awaiting' = [awaiting EXCEPT ![w] = @ \cup {<<c, msg.src, msg.mid>>}]
@@ -643,101 +897,127 @@ ProcessBackwardAutogradReq(w, msg) ==
                          /\ net' = net \ {msg}
                          /\ UNCHANGED awaiting
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, outst, parent, echoWait>>
+                   detached, tomb, released, late, alive, results, freed>>
 
 (* BACKWARD_AUTOGRAD_RESP completes an outstanding RPC's future             *)
 (* (DistAutogradContext::addOutstandingRpc's callback, context/context.cpp; *)
-(* deserializeResponse in rpc/utils.cpp); an error fails the               *)
-(* graph task, and the error travels on to whoever waits for it.            *)
+(* deserializeResponse in rpc/utils.cpp); an error fails the graph task     *)
+(* (FailTask), and the error travels on to whoever waits for it.  An answer *)
+(* for a graph task that is over is ignored; one of an older pass is not   *)
+(* told apart in PyTorch (its callback fails whatever graph task the       *)
+(* context holds now), while the Reference ignores it.                     *)
 ProcessBackwardAutogradResp(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "BWD_RESP" /\ msg.dst = w
     /\ LET c == msg.ctx
-       IN /\ outst' = [outst EXCEPT ![w] = @ \ {<<c, msg.mid>>}]
-          /\ IF msg.flag \/ ~Running(w, c)
-             THEN /\ net' = net \ {msg}
-                  /\ UNCHANGED <<bstate, awaiting>>
-             ELSE /\ bstate' = [bstate EXCEPT ![w] = (@ \ {<<c, "run">>}) \cup {<<c, "fail">>}]
-                  /\ awaiting' = [awaiting EXCEPT ![w] = {e \in @ : e[1] # c}]
-                  /\ net' = (net \ {msg}) \cup
-                            {Msg("BWD_RESP", c, e[3], None, w, e[2], FALSE) :
-                               e \in {x \in awaiting[w] : x[1] = c}}
+           stale == Reference /\ msg.pass # PassOf(w, c)
+       IN IF msg.flag \/ ~TaskIn(w, c, "run") \/ c \notin ctxs[w] \/ stale
+          THEN /\ net' = net \ {msg}
+               /\ outst' = [outst EXCEPT ![w] = @ \ {<<c, msg.mid>>}]
+               /\ UNCHANGED <<bstate, results, awaiting>>
+          ELSE FailTask(w, c, {msg})
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, execd, grads, parent, echoWait>>
+                   detached, tomb, released, late, alive, execd, fired, grads, freed, parent,
+                   echoWait>>
 
 (* DistEngine::cleanupBackwardPass (engine/dist_engine.cpp) once the graph  *)
-(* task is over: on the root                                                *)
-(* dist_autograd.backward returns; elsewhere the future of the first        *)
-(* request completes (FAST) or every waiting request is answered (Drain,    *)
-(* the task staying open), or the flood parent is told (Echo).              *)
+(* task is over: on the root dist_autograd.backward returns (or, Echo, a    *)
+(* failed pass raises); elsewhere the future of the first request completes *)
+(* (FAST) or every waiting request is answered (Drain, the task staying     *)
+(* open), or the flood parent is told, with the outcome (Echo).             *)
 CleanupBackwardPass(w, c) ==
     /\ alive[w]
+    /\ c \in ctxs[w]
     /\ Running(w, c)
     /\ Complete(w, c)
-    /\ LET waiting == {e \in awaiting[w] : e[1] = c}
-           answers == {Msg("BWD_RESP", c, e[3], None, w, e[2], TRUE) : e \in waiting}
+    /\ LET p == PassOf(w, c)
+           ok == TaskIn(w, c, "run")
+           outcome == IF ok THEN "done" ELSE "fail"
+           waiting == {e \in awaiting[w] : e[1] = c}
+           answers == {BwdMsg("BWD_RESP", c, e[3], p, w, e[2], TRUE) : e \in waiting}
        IN CASE BackwardMode = "Drain" /\ ~IsRoot(w, c) ->
                  /\ waiting # {}
                  /\ awaiting' = [awaiting EXCEPT ![w] = @ \ waiting]
                  /\ net' = net \cup answers
-                 /\ UNCHANGED bstate
+                 /\ UNCHANGED <<bstate, results>>
             [] BackwardMode = "Echo" ->
-                 /\ bstate' = [bstate EXCEPT ![w] = (@ \ {<<c, "run">>}) \cup {<<c, "done">>}]
-                 /\ net' = net \cup {Msg("BWD_ACK", c, None, None, w, e[2], TRUE) :
+                 /\ bstate' = [bstate EXCEPT ![w] = (@ \ Task(w, c)) \cup {<<c, p, outcome>>}]
+                 /\ results' = IF IsRoot(w, c) THEN results \cup {<<c, p, outcome>>} ELSE results
+                 /\ net' = net \cup {BwdMsg("BWD_ACK", c, None, p, w, e[2],
+                                            ok \/ ~EchoPart("ackErrors")) :
                                        e \in {x \in parent[w] : x[1] = c}}
                  /\ UNCHANGED awaiting
             [] OTHER ->
-                 /\ bstate' = [bstate EXCEPT ![w] = (@ \ {<<c, "run">>}) \cup {<<c, "done">>}]
+                 /\ bstate' = [bstate EXCEPT ![w] = (@ \ Task(w, c)) \cup {<<c, p, "done">>}]
+                 /\ results' = IF IsRoot(w, c) THEN results \cup {<<c, p, "done">>} ELSE results
                  /\ awaiting' = [awaiting EXCEPT ![w] = @ \ waiting]
                  /\ net' = net \cup answers
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, execd, grads, outst, parent, echoWait>>
+                   detached, tomb, released, late, alive, execd, fired, grads, freed, outst, parent,
+                   echoWait>>
 
-(* Echo (Reference): BACKWARD_START reaches a worker.  The first one makes  *)
-(* its sender the parent, starts the graph task if no gradient request has *)
-(* yet (so recv functions nothing consumes fire their zero gradient) and is *)
-(* passed on to the known workers; any later one is acknowledged at once.  *)
+(* Echo (Reference): BACKWARD_START of pass p reaches a worker.  The first  *)
+(* one of the pass makes its sender the parent, starts the graph task if no *)
+(* gradient request of the pass has (so recv functions nothing consumes     *)
+(* fire their zero gradient) and is passed on to the known workers; any     *)
+(* later one, or a stale one ("passTag"), is acknowledged at once.          *)
 ProcessBackwardStart(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "BWD_START" /\ msg.dst = w
     /\ LET c == msg.ctx
-           engaged == IsRoot(w, c) \/ \E e \in parent[w] : e[1] = c
-           to == KnownOf(w, c) \ {msg.src}
-       IN IF engaged \/ c \notin ctxs[w]
-          THEN /\ net' = (net \ {msg}) \cup {Msg("BWD_ACK", c, None, None, w, msg.src, TRUE)}
-               /\ UNCHANGED <<bstate, parent, echoWait>>
-          ELSE /\ parent' = [parent EXCEPT ![w] = @ \cup {<<c, msg.src>>}]
-               /\ echoWait' = [echoWait EXCEPT ![w] = @ \cup {<<c, x>> : x \in to}]
-               /\ bstate' = IF Started(w, c) THEN bstate
-                            ELSE [bstate EXCEPT ![w] = @ \cup {<<c, "run">>}]
-               /\ net' = (net \ {msg}) \cup {Msg("BWD_START", c, None, None, w, x, TRUE) : x \in to}
+           p == msg.pass
+           samePass == Task(w, c) # {} /\ PassOf(w, c) = p
+           engaged == samePass /\ (IsRoot(w, c) \/ \E e \in parent[w] : e[1] = c)
+           to == KnownOf(w, c) \ {msg.src, w}
+           fresh == ~(samePass /\ Running(w, c))
+       IN IF engaged \/ c \notin ctxs[w] \/ StalePass(w, c, p)
+          THEN /\ net' = (net \ {msg}) \cup {BwdMsg("BWD_ACK", c, None, p, w, msg.src, TRUE)}
+               /\ UNCHANGED <<execd, fired, bstate, parent, echoWait>>
+          ELSE /\ parent' = [parent EXCEPT ![w] = {e \in @ : e[1] # c} \cup {<<c, msg.src>>}]
+               /\ echoWait' = [echoWait EXCEPT ![w] = {e \in @ : e[1] # c} \cup {<<c, x>> : x \in to}]
+               /\ bstate' = IF fresh
+                            THEN [bstate EXCEPT ![w] = (@ \ Task(w, c)) \cup {<<c, p, "run">>}]
+                            ELSE bstate
+               /\ execd' = IF fresh THEN [execd EXCEPT ![w] = {e \in @ : e[1] # c}] ELSE execd
+               /\ fired' = IF fresh THEN [fired EXCEPT ![w] = {e \in @ : e[1] # c}] ELSE fired
+               /\ net' = (net \ {msg}) \cup {BwdMsg("BWD_START", c, None, p, w, x, TRUE) : x \in to}
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, execd, grads, outst, awaiting>>
+                   detached, tomb, released, late, alive, grads, results, freed, outst, awaiting>>
 
-(* Echo: a flood child reports that it (and its subtree) is done.           *)
+(* Echo: a flood child reports that it (and its subtree) is done; an error  *)
+(* fails this worker's pass too ("ackErrors").                              *)
 ProcessBackwardAck(w, msg) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "BWD_ACK" /\ msg.dst = w
-    /\ net' = net \ {msg}
-    /\ echoWait' = [echoWait EXCEPT ![w] = @ \ {<<msg.ctx, msg.src>>}]
+    /\ LET c == msg.ctx
+       IN /\ net' = net \ {msg}
+          /\ echoWait' = [echoWait EXCEPT ![w] = @ \ {<<c, msg.src>>}]
+          /\ bstate' = IF ~msg.flag /\ TaskIn(w, c, "run") /\ PassOf(w, c) = msg.pass
+                       THEN [bstate EXCEPT ![w] = (@ \ Task(w, c)) \cup {<<c, msg.pass, "err">>}]
+                       ELSE bstate
     /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending,
-                   tomb, released, alive, execd, grads, bstate, outst, awaiting, parent>>
+                   detached, tomb, released, late, alive, execd, fired, grads, results, freed, outst,
+                   awaiting, parent>>
 
 -----------------------------------------------------------------------------
 (* The next-state relation and the specification                           *)
 
 AppNext ==
-    \/ \E w \in Workers : NewContext(w)
-    \/ \E p \in Calls : \E g \in BOOLEAN : SendMessageWithAutograd(p[1], p[2], g)
+    \/ \E w \in Workers : \E t \in Threads : NewContext(w, t)
+    \/ \E p \in Calls : \E t \in Threads : \E g \in BOOLEAN :
+          SendMessageWithAutograd(p[1], t, p[2], g)
     \/ \E h \in handlers : \E p \in NestCalls : \E g \in BOOLEAN :
-          p[1] = h.w /\ NestedSendMessageWithAutograd(h.w, h, p[2], g)
-    \/ \E w \in Workers : ReleaseContext(w)
-    \/ \E w \in Workers : DistEngineExecute(w)
+       \E a \in (IF FireAndForget THEN BOOLEAN ELSE {TRUE}) :
+          p[1] = h.w /\ NestedSendMessageWithAutograd(h.w, h, p[2], g, a)
+    \/ \E w \in Workers : \E t \in Threads : ReleaseContext(w, t)
+    \/ \E w \in Workers : \E t \in Threads : \E r \in BOOLEAN : DistEngineExecute(w, t, r)
+    \/ \E w \in Workers : \E c \in CtxIds : RetrieveContext(w, c)
 
 FaultNext ==
     \/ \E m \in net : RetryCleanup(m)
     \/ \E m \in net : LoseCleanupMsg(m)
     \/ \E w \in CrashWorkers : Crash(w)
+    \/ \E w \in ErrorWorkers : \E c \in ctxs[w] : BackwardError(w, c)
 
 \* Message m is taken from the network by its handler, or a callback runs.
 SystemNext ==
@@ -745,6 +1025,7 @@ SystemNext ==
     \/ \E h \in handlers : \E g \in BOOLEAN : FinishForwardAutogradReq(h.w, h, g)
     \/ \E m \in net : \E l \in BOOLEAN : DeserializeForwardAutogradResp(m.dst, m, l)
     \/ \E m \in net : DeserializeResponse(m.dst, m)
+    \/ \E w \in Workers : \E m \in MsgIds : PollTimeoutRpcs(w, m)
     \/ \E m \in net : ProcessCleanupAutogradContextReq(m.dst, m)
     \/ \E w \in Workers : \E c \in ctxs[w] : ReleaseOrphanedContext(w, c)
     \/ \E m \in net : Discard(m)
@@ -755,13 +1036,17 @@ SystemNext ==
     \/ \E m \in net : ProcessBackwardStart(m.dst, m)
     \/ \E m \in net : ProcessBackwardAck(m.dst, m)
 
-Next == AppNext \/ FaultNext \/ SystemNext
+\* The refusal is stuttering; it is a disjunct so that the implementation's
+\* trace event has a step to match.
+Next ==
+    \/ AppNext \/ FaultNext \/ SystemNext
+    \/ \E w \in Workers : \E t \in Threads : NewContextRefused(w, t)
 
-\* Every behaviour has finitely many non-stuttering steps (ids are bounded,
-\* each erase sends at most |Workers| cleanups, each cleanup is copied at
-\* most once), so weak fairness of the system steps as a whole means "a
-\* behaviour stops only where no handler or callback is enabled", and <>[]P
-\* means "P holds in the final state".
+\* Every behaviour has finitely many non-stuttering steps (ids and passes are
+\* bounded, each erase sends at most |Workers| cleanups, each cleanup is
+\* copied at most once), so weak fairness of the system steps as a whole
+\* means "a behaviour stops only where no handler or callback is enabled",
+\* and <>[]P means "P holds in the final state".
 Spec == Init /\ [][Next]_vars /\ WF_vars(SystemNext)
 
 -----------------------------------------------------------------------------
@@ -770,33 +1055,40 @@ Spec == Init /\ [][Next]_vars /\ WF_vars(SystemNext)
 SendRec == [ctx : CtxIds, mid : MsgIds, dst : Workers, in : SUBSET MsgIds]
 RecvRec == [ctx : CtxIds, mid : MsgIds, src : Workers, loss : BOOLEAN]
 HandlerRec == [w : Workers, ctx : CtxIds, req : MsgIds, caller : Workers, grad : BOOLEAN,
-               wait : MsgIds \cup {None}, called : BOOLEAN, nr : SUBSET MsgIds,
-               err : BOOLEAN]
+               wait : MsgIds \cup {None}, called : 0..MaxNested, nr : SUBSET MsgIds,
+               forgot : SUBSET MsgIds, err : BOOLEAN]
+Passes == 0..MaxPasses
 MsgRec == [type : {"FWD_REQ", "FWD_RESP", "RESP", "CLEANUP", "BWD_REQ", "BWD_RESP",
                    "BWD_START", "BWD_ACK"},
            ctx : CtxIds, mid : MsgIds \cup {None}, req : MsgIds \cup {None},
            src : Workers, dst : Workers, flag : BOOLEAN, trig : Workers \cup {NoWorker},
-           dup : 0..2]
+           pass : Passes, dup : 0..2]
 
 (* Every variable has its type.  Ids lie in the id space of an existing     *)
-(* worker (its 48-bit range): only the overflow assertion keeps them there. *)
+(* worker (its 48-bit range: id >> 48 is a rank): only the overflow         *)
+(* assertion keeps them there.                                              *)
 TypeOK ==
     /\ nextCtx \in [Workers -> Nat]
     /\ nextMsg \in [Workers -> Nat]
     /\ ctxs \in [Workers -> SUBSET CtxIds]
-    /\ cur \in [Workers -> CtxIds \cup {None}]
+    /\ cur \in [Workers -> [Threads -> CtxIds \cup {None}]]
     /\ known \in [Workers -> SUBSET (CtxIds \X Workers)]
     /\ sends \in [Workers -> SUBSET SendRec]
     /\ recvs \in [Workers -> SUBSET RecvRec]
     /\ handlers \subseteq HandlerRec
     /\ pending \in [Workers -> SUBSET (CtxIds \X MsgIds)]
+    /\ detached \in [Workers -> SUBSET (CtxIds \X MsgIds)]
     /\ net \subseteq MsgRec
     /\ tomb \in [Workers -> SUBSET CtxIds]
     /\ released \subseteq Workers \X CtxIds
+    /\ late \subseteq CtxIds \X {"error", "found"}
     /\ alive \in [Workers -> BOOLEAN]
     /\ execd \in [Workers -> SUBSET (CtxIds \X Fns)]
-    /\ grads \in [Workers -> SUBSET (CtxIds \X Fns)]
-    /\ bstate \in [Workers -> SUBSET (CtxIds \X {"run", "done", "fail"})]
+    /\ fired \in [Workers -> SUBSET (CtxIds \X MsgIds)]
+    /\ grads \in [Workers -> SUBSET (CtxIds \X Passes \X Fns)]
+    /\ bstate \in [Workers -> SUBSET (CtxIds \X Passes \X TaskStates)]
+    /\ results \subseteq CtxIds \X Passes \X {"done", "fail"}
+    /\ freed \subseteq CtxIds
     /\ outst \in [Workers -> SUBSET (CtxIds \X MsgIds)]
     /\ awaiting \in [Workers -> SUBSET (CtxIds \X Workers \X MsgIds)]
     /\ parent \in [Workers -> SUBSET (CtxIds \X Workers)]
@@ -811,10 +1103,22 @@ DrawnBy(id, ctr) == id[1] \in Workers /\ id[2] < ctr[id[1]]
 (* by the worker holding it; every context and message id in use has been  *)
 (* drawn already.  Separate counters keep the two namespaces apart.        *)
 UniqueIdsInv ==
-    /\ \A w \in Workers : cur[w] # None => cur[w][1] = w /\ DrawnBy(cur[w], nextCtx)
+    /\ \A w \in Workers : \A t \in Threads :
+          cur[w][t] # None => cur[w][t][1] = w /\ DrawnBy(cur[w][t], nextCtx)
     /\ \A w \in Workers : \A c \in ctxs[w] : DrawnBy(c, nextCtx)
     /\ \A w \in Workers : \A s \in sends[w] : s.mid[1] = w /\ DrawnBy(s.mid, nextMsg)
     /\ \A w \in Workers : \A r \in recvs[w] : DrawnBy(r.mid, nextMsg)
+
+(* D6, one current context per application thread, stated as what it       *)
+(* guarantees: every context a worker created and has not released is the   *)
+(* current context of exactly one of its threads.  So no thread has two      *)
+(* contexts open (a thread-local holds one id), no context is shared by two *)
+(* threads, and every wrapped RPC a thread makes in its block goes into the *)
+(* block's own context: different threads' gradients never mix.            *)
+OneContextPerThreadInv ==
+    \A w \in Workers : alive[w] =>
+        \A c \in ctxs[w] : (Creator(c) = w /\ <<w, c>> \notin released) =>
+            Cardinality({t \in Threads : cur[w][t] = c}) = 1
 
 (* D4: at most one recv function per (context, message id) on a worker; a   *)
 (* recv function for message m from X names the worker that drew m, and    *)
@@ -840,18 +1144,38 @@ CleanupReachesInv ==
 NoResurrectionInv ==
     \A e \in released : e[2] \notin ctxs[e[1]]
 
-(* A2: the context a thread runs under exists on its worker: the            *)
-(* application thread's current id, and the guarded id of every running   *)
+(* A2: the context a thread runs under exists on its worker: each           *)
+(* application thread's current id, and the guarded id of every running     *)
 (* handler (else currentContext() throws mid-request).                      *)
 CurrentContextValidInv ==
-    /\ \A w \in Workers : (alive[w] /\ cur[w] # None) => cur[w] \in ctxs[w]
+    /\ \A w \in Workers : \A t \in Threads :
+          (alive[w] /\ cur[w][t] # None) => cur[w][t] \in ctxs[w]
     /\ \A h \in handlers : h.ctx \in ctxs[h.w]
 
 (* #32497: the cascade never sends a cleanup back to the worker whose       *)
 (* cleanup triggered it (an efficiency property: that worker has already    *)
-(* erased the context).                                                     *)
+(* erased the context); for a release, the trigger is the releasing worker  *)
+(* itself (known after a self-RPC).                                         *)
 NoRedundantCleanupInv ==
     \A m \in net : m.type = "CLEANUP" => m.dst # m.trig
+
+(* A1: backward and get_gradients on a released or unknown context fail     *)
+(* cleanly.  A gradient contribution exists only for a function its worker  *)
+(* holds in a context it holds (a request for a missing context or send     *)
+(* function is answered with an error, never applied), and a call with the  *)
+(* id of a context its thread has left never finds it: retrieveContext      *)
+(* throws.                                                                  *)
+BackwardNeedsContextInv ==
+    /\ \A w \in Workers : \A e \in grads[w] :
+          /\ e[1] \in ctxs[w]
+          /\ e[3] = RootFn \/ \E s \in SendsOf(w, e[1]) : s.mid = e[3]
+    /\ \A e \in late : e[2] = "error"
+
+(* Reachability witness (#40880), not a safety property: "no backward or     *)
+(* get_gradients is ever called after its block exited".  A model that      *)
+(* breaks it shows such a call happening (and, with the other invariants,   *)
+(* failing cleanly).                                                        *)
+LateCallNotReachedInv == late = {}
 
 (* The functions of c on the path of the loss's gradient: the root; a recv  *)
 (* function with a live consumer; the send function a live recv function   *)
@@ -868,19 +1192,70 @@ RECURSIVE LiveN(_, _, _)
 LiveN(c, L, n) == IF n = 0 THEN L ELSE LiveN(c, Live1(c, L), n - 1)
 Live(c) == LiveN(c, {<<Creator(c), RootFn>>},
                  Cardinality(UNION {SendsOf(w, c) \cup RecvsOf(w, c) : w \in Workers}))
+\* The contributions a complete pass of c makes on w: the live root and send
+\* functions there.
+LiveFns(c, w) ==
+    {e[2] : e \in {x \in Live(c) : x[1] = w /\
+                   (x[2] = RootFn \/ \E s \in SendsOf(w, c) : s.mid = x[2])}}
+\* The creator still holds c as it created it (neither released nor crashed).
+Held(c) == Creator(c) \in Workers /\ alive[Creator(c)] /\ c \in ctxs[Creator(c)]
+           /\ <<Creator(c), c>> \notin released
 
-(* In a completed pass (the root's backward returned), the contributions    *)
-(* accumulated on every worker are exactly those of the functions on the    *)
-(* loss's gradient path: none missing, none from a zero gradient.  Each     *)
-(* function runs at most once per pass in every variant (BACKWARD_AUTOGRAD_ *)
-(* REQ is never retried), so "exactly once" is this equality.              *)
+(* For every pass the root's backward returned from (not raised), the       *)
+(* contributions of that pass accumulated on every worker are exactly those *)
+(* of the functions on the loss's gradient path: none missing, none from a  *)
+(* zero gradient.  Passes are told apart by their tokens; a function runs  *)
+(* at most once per graph task (BACKWARD_AUTOGRAD_REQ is never retried), so *)
+(* "exactly once per completed pass" is this equality, pass by pass.  It is *)
+(* checked while the creator holds the context and no worker has crashed (a *)
+(* crash takes that worker's part of the graph, and its leaf, with it).     *)
 GradientExactlyOnceInv ==
-    \A c \in CtxIds :
-        (Creator(c) \in Workers /\ <<c, "done">> \in bstate[Creator(c)]) =>
-            \A w \in Workers :
-                {e[2] : e \in {x \in grads[w] : x[1] = c}} =
-                    {e[2] : e \in {x \in Live(c) : x[1] = w /\
-                                   (x[2] = RootFn \/ \E s \in SendsOf(w, c) : s.mid = x[2])}}
+    \A e \in results : (e[3] = "done" /\ Held(e[1]) /\ \A x \in Workers : alive[x]) =>
+        \A w \in Workers :
+            {x[3] : x \in {y \in grads[w] : y[1] = e[1] /\ y[2] = e[2]}} = LiveFns(e[1], w)
+
+(* When the root's backward returns or raises, its pass is over everywhere: *)
+(* no graph task of that pass still runs on a live worker and no gradient   *)
+(* request of it is on its way between live workers, so nothing of it is    *)
+(* applied afterwards (an error does not leave the rest of the pass         *)
+(* running, and get_gradients after backward reads a stable value).  A      *)
+(* request a worker sent before it died may still arrive: it must not start *)
+(* a graph task again (the Reference drops it: "passTag").                  *)
+PassQuiescentInv ==
+    \A e \in results :
+        /\ \A w \in Workers : alive[w] =>
+              \A x \in bstate[w] : (x[1] = e[1] /\ x[2] = e[2]) => x[3] \in {"done", "fail"}
+        /\ ~\E m \in net : /\ m.type = "BWD_REQ" /\ m.ctx = e[1] /\ m.pass = e[2]
+                           /\ alive[m.src] /\ alive[m.dst]
+
+(* Errors travel back: the root's backward returns normally only from a      *)
+(* pass in which no graph task failed anywhere.                             *)
+ErrorsReachRootInv ==
+    \A e \in results : e[3] = "done" =>
+        \A w \in Workers : \A x \in bstate[w] :
+            (x[1] = e[1] /\ x[2] = e[2]) => x[3] \in {"run", "done"}
+
+-----------------------------------------------------------------------------
+(* Action properties                                                         *)
+
+(* D7, cleanup idempotent and never creating a context: processing a        *)
+(* cleanup for c acts on c alone (no other context of the worker appears,   *)
+(* disappears or becomes refused), and on a worker without c it creates    *)
+(* nothing, changes nothing but the Reference's memory of c, and sends      *)
+(* nothing; where c is present it is erased, so each incarnation forwards   *)
+(* at most once and a second copy finds it absent.                          *)
+CleanupIdempotentProp ==
+    [][\A m \in net : \A w \in Workers :
+          ProcessCleanupAutogradContextReq(w, m) =>
+              LET c == m.ctx
+              IN /\ \A c2 \in CtxIds \ {c} :
+                        /\ (c2 \in ctxs'[w]) = (c2 \in ctxs[w])
+                        /\ (c2 \in tomb'[w]) = (c2 \in tomb[w])
+                 /\ c \notin ctxs'[w]
+                 /\ c \notin ctxs[w] =>
+                       /\ net' = net \ {m}
+                       /\ known'[w] = known[w] /\ sends'[w] = sends[w] /\ recvs'[w] = recvs[w]
+      ]_vars
 
 -----------------------------------------------------------------------------
 (* Liveness (under WF_vars(SystemNext)); every behaviour ends in a final    *)
@@ -893,14 +1268,16 @@ Dead(c) == Creator(c) \in Workers /\ (<<Creator(c), c>> \in released \/ ~alive[C
 EventualReleaseProp ==
     <>[](\A c \in CtxIds : Dead(c) => \A w \in Workers : c \notin ctxs[w])
 
-(* Every started backward pass eventually completes or fails, on every     *)
-(* worker that took part.                                                   *)
+(* Every started graph task eventually completes or fails, on every live    *)
+(* worker that took part (in PyTorch a released context's running task     *)
+(* stays in initializedContextIds_).                                        *)
 BackwardTerminatesProp ==
-    <>[](\A w \in Workers : \A e \in bstate[w] : e[2] # "run")
+    <>[](\A w \in Workers : alive[w] => \A e \in bstate[w] : e[3] \in {"done", "fail"})
 
 (* Every wrapped RPC eventually gets a value or an error: no future of an   *)
-(* application thread or of a handler is left waiting.                      *)
+(* application thread, of a handler or of a forgotten nested call is left   *)
+(* waiting.                                                                 *)
 ForwardTerminatesProp ==
-    <>[](handlers = {} /\ \A w \in Workers : pending[w] = {})
+    <>[](handlers = {} /\ \A w \in Workers : pending[w] = {} /\ detached[w] = {})
 
 =============================================================================
