@@ -51,14 +51,23 @@ deps: ## install the system tools: a JDK (TLC, the trace reader) and etcd (tests
 	$(SUDO)apt-get update -qq
 	$(SUDO)env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_DEPS)
 
+TORCH_STAMP := $(VENV)/.torch-stamp
+$(TORCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]'
+	@touch $@
+
+.PHONY: torch
+torch: $(TORCH_STAMP) ## add torch 2.13 (CPU): the torchrun backend's tests run real torchrun agents
+
 .PHONY: check
 check: need-java setup ## the main job: every quick TLC model against the manifest, then an RRef conformance campaign
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
+	$(TRACECHECK) campaign autograd --runs 20 --seed 1 --steps 150 --invariants
 
 .PHONY: test
-test: need-test-tools setup lint ## lint, type-check, then run the test suite (real TLC runs)
+test: need-test-tools setup torch lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
 	$(BIN)/pytest
 
 .PHONY: lint
@@ -78,6 +87,7 @@ bench: setup ## deep models vs TLC's ceiling, trace validation, RRef simulator a
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0' numpy
 	$(BIN)/python -m protoref.rref.runtime.bench --out docs/performance.md
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
+	$(BIN)/python -m protoref.autograd.bench --out docs/performance.md
 
 .PHONY: docs
 docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams, autograd steps)

@@ -230,3 +230,11 @@ def test_every_mapped_action_says_who_takes_it() -> None:
     with pytest.raises(ValueError, match="names no argument"):
         ActionMap(event="Orphan", params=("x",), actor="y")
     assert event("Deposit", "a", 1, 3, a=3)["node"] == "a"
+
+
+def test_an_actor_may_be_one_of_two_fields() -> None:
+    # autograd's Discard: the receiver's agent, or the sender's when the receiver is dead
+    action = ActionMap(event="Drop", params=("msg",), actor="msg.dst|msg.src")
+    assert action.actor == "msg.dst|msg.src"
+    with pytest.raises(ValueError, match="names no argument"):
+        ActionMap(event="Drop", params=("msg",), actor="msg.dst|x.src")

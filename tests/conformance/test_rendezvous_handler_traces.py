@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous import actions
+from protoref.rendezvous import actions, statecheck
 from protoref.rendezvous.clock import TickClock
 from protoref.rendezvous.etcd_server import EtcdServer
+from protoref.rendezvous.faults import ranks_any_order
 from protoref.rendezvous.handler import DynamicRendezvousHandler
 from protoref.rendezvous.handler_trace import (
     HandlerTracer,
@@ -178,6 +179,8 @@ def test_real_handler_traces_are_accepted(runs: dict[str, Path]) -> None:
 
 def test_planted_handler_bug_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(actions, "mark_rendezvous_complete", _reversed_ranks)
+    # the holders' own rank check would refuse the reversed ranks before the checker sees them
+    monkeypatch.setattr(statecheck, "complete_ranks_problem", ranks_any_order)
     path = _threads(3, tmp_path)
     report = _validate([path])
     (verdict,) = report.verdicts

@@ -306,10 +306,33 @@ def test_a_silent_endpoint_times_out(silent_endpoint: str) -> None:
             store.compare_set("k", None, b"v")
 
 
+def test_a_dead_member_is_passed_over(
+    etcd_server: EtcdServer, closed_port: int, etcd_prefix: str
+) -> None:
+    """The first member listed refuses connections: every request goes on to the next one,
+    and later requests start from the member that answered."""
+    live = etcd_server.endpoint.removeprefix("http://")
+    with EtcdStore(f"127.0.0.1:{closed_port},{live}", prefix=etcd_prefix) as store:
+        ok, first = store.compare_set("k", None, b"v")
+        assert ok
+        assert store.get("k") == first
+        assert store._current != 0
+        assert not store.wait_for_change("k", first.token, 0.05)
+
+
+def test_when_no_member_answers_the_error_names_them_all(closed_port: int) -> None:
+    with (
+        EtcdStore(f"127.0.0.1:{closed_port},127.0.0.1:{closed_port}", request_timeout=0.2) as store,
+        pytest.raises(RendezvousConnectionError, match=f"127.0.0.1:{closed_port},127.0.0.1"),
+    ):
+        store.get("k")
+
+
 def test_something_that_is_not_etcd(etcd_server: EtcdServer) -> None:
     """An HTTP server that is not an etcd gateway: a typed error, not a KeyError."""
     store = EtcdStore(etcd_server.endpoint)
-    store._client._api_path = "/no-such-api/"  # as if discovery had found another server
+    for client in store._clients:  # as if discovery had found another server
+        client._api_path = "/no-such-api/"
     with pytest.raises(RendezvousConnectionError, match="failed"):
         store.get("k")
     store.close()
@@ -354,7 +377,8 @@ def test_a_reply_that_is_not_etcds_is_a_connection_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "endpoint", ["ftp://h:1", "http://", "http://h:1/path", "http://h:notaport"]
+    "endpoint",
+    ["ftp://h:1", "http://", "http://h:1/path", "http://h:notaport", "http://h:1,", "h:1,h:x"],
 )
 def test_bad_endpoints_are_refused(endpoint: str) -> None:
     with pytest.raises(ValueError, match="endpoint"):

@@ -194,3 +194,20 @@ def test_a_dead_node_is_removed_by_the_others(handlers: list[DynamicRendezvousHa
     assert {i.round for i in second.values()} == {1}
     assert {i.world_size for i in second.values()} == {2}
     assert sorted(i.rank for i in second.values()) == [0, 1]
+
+
+def test_a_node_stopped_by_a_close_stays_closed(handlers: list[DynamicRendezvousHandler]) -> None:
+    """After RendezvousClosedError (the agent's launcher then calls shutdown()), set_closed and
+    shutdown succeed and next_rendezvous raises RendezvousClosedError again, as torch's ops
+    would (the close op FINISHes on a closed state), not a RuntimeError of the executor."""
+    store = InMemoryStore()
+    cfg = RendezvousSettings(run_id="t", min_nodes=1, max_nodes=1, cache_duration=0)
+    a, b = (DynamicRendezvousHandler(store, cfg, node=node) for node in _nodes(2))
+    handlers += [a, b]
+    a.set_closed()
+    for _ in range(2):
+        with pytest.raises(RendezvousClosedError):
+            b.next_rendezvous()
+    b.set_closed()
+    assert b.is_closed()
+    assert b.shutdown()

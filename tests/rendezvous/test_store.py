@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from protoref.rendezvous import wakeup
 from protoref.rendezvous.codec import decode_state, encode_state
 from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
+from protoref.rendezvous.etcd_store import EtcdStore
 from protoref.rendezvous.holder import StateHolder, SyncKind
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import FileStore, InMemoryStore, RendezvousStore
@@ -22,12 +24,16 @@ N1 = NodeDesc("h", 1, 0)
 N2 = NodeDesc("h", 2, 0)
 
 
-@pytest.fixture(params=["memory", "file", "etcd"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> RendezvousStore:
-    if request.param == "etcd":  # a local etcd (tests/rendezvous/conftest.py)
-        etcd: RendezvousStore = request.getfixturevalue("etcd_store")
-        return etcd
-    return InMemoryStore() if request.param == "memory" else FileStore(tmp_path)
+@pytest.fixture(params=["memory", "file", "etcd", "etcd-cluster3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RendezvousStore]:
+    if request.param.startswith("etcd"):  # a local etcd (tests/rendezvous/conftest.py)
+        name = "etcd_single" if request.param == "etcd" else "etcd_cluster3"
+        server = request.getfixturevalue(name)
+        prefix = request.getfixturevalue("etcd_prefix")
+        with EtcdStore(server.endpoint, prefix=prefix) as etcd:
+            yield etcd
+        return
+    yield InMemoryStore() if request.param == "memory" else FileStore(tmp_path)
 
 
 def test_cas_writes_only_on_the_current_token(store: RendezvousStore) -> None:

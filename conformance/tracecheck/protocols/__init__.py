@@ -15,6 +15,7 @@ __all__ = ["MAPPINGS", "SIMULATORS", "load_mapping", "load_simulator"]
 MAPPINGS: dict[str, str] = {
     "rref": "tracecheck.protocols.rref:RREF",
     "rendezvous": "tracecheck.protocols.rendezvous:RENDEZVOUS",
+    "autograd": "tracecheck.protocols.autograd:AUTOGRAD",
 }
 
 
@@ -22,6 +23,7 @@ MAPPINGS: dict[str, str] = {
 SIMULATORS: dict[str, str] = {
     "rref": "tracecheck.protocols.rref:simulate",
     "rendezvous": "tracecheck.protocols.rendezvous:simulate",
+    "autograd": "tracecheck.protocols.autograd:simulate",
 }
 
 Simulate = Callable[[int, int, Path], None]

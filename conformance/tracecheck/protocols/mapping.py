@@ -37,8 +37,14 @@ class ActionMap(BaseModel):
     post: Mapping[str, str] = Field(default_factory=dict)
     #: Who takes the step, which the event's ``node`` must be: a logged argument (``"w"``), a
     #: field of one (``"m.src"``: a retry is the sender's), or an environment actor of the
-    #: header (``"env:barrier"``). None: the acting node is a parameter (``"node"``) already.
-    actor: str | None = Field(default=None, pattern=r"^(env:[^\s]+|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)$")
+    #: header (``"env:barrier"``); alternatives joined by ``|`` when the implementation's state
+    #: decides (``"msg.dst|msg.src"``: autograd's Discard is logged by the receiver's agent, or
+    #: by the sender's when the receiver is dead). None: the acting node is a parameter
+    #: (``"node"``) already.
+    actor: str | None = Field(
+        default=None,
+        pattern=r"^(env:[^\s|]+|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)(\|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)*$",
+    )
     #: The step takes a message from the network: in schema 4 its event names the send
     #: (``sent_by``), and its Lamport clock must be after the send's.
     receives: bool = False
@@ -56,9 +62,9 @@ class ActionMap(BaseModel):
                 "env:<name>), or pass the acting node as a parameter"
             )
         if self.actor is not None and not self.actor.startswith("env:"):
-            root = self.actor.split(".")[0]
-            if root not in self.args:
-                raise ValueError(f"{self.event}: actor {self.actor!r} names no argument")
+            for choice in self.actor.split("|"):
+                if choice.split(".")[0] not in self.args:
+                    raise ValueError(f"{self.event}: actor {self.actor!r} names no argument")
         return self
 
 

@@ -66,8 +66,9 @@ def first_false_claim(trace: Trace, mapping: ProtocolMap) -> Claim | None:
         problem = _arguments(event, kinds, nodes)
         if problem is not None:
             return Claim(index, "argument", problem)
-        actor = _actor(action, event)
-        if actor != event.node:
+        takers = _actors(action, event)
+        if event.node not in takers:
+            actor = takers[0]
             return Claim(
                 index,
                 "actor",
@@ -94,22 +95,28 @@ def first_false_claim(trace: Trace, mapping: ProtocolMap) -> Claim | None:
 def _who(action: ActionMap) -> str:
     if action.actor is None or action.actor.startswith("env:"):
         return "the environment actor of the step" if action.actor else "its acting node"
-    return f"args.{action.actor}"
+    return " or ".join(f"args.{choice}" for choice in action.actor.split("|"))
 
 
-def _actor(action: ActionMap, event: TraceEvent) -> object:
-    """The node that takes the step, read from the event as the mapping says."""
+def _actors(action: ActionMap, event: TraceEvent) -> list[object]:
+    """The nodes that may take the step (one, or the mapping's alternatives), read from the
+    event as the mapping says."""
     actor = action.actor
     if actor is None:
-        return event.node  # the acting node is a parameter itself
+        return [event.node]  # the acting node is a parameter itself
     if actor.startswith("env:"):
-        return actor.removeprefix("env:")
-    value: Any = event.args
-    for part in actor.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
+        return [actor.removeprefix("env:")]
+    found: list[object] = []
+    for choice in actor.split("|"):
+        value: Any = event.args
+        for part in choice.split("."):
+            if not isinstance(value, dict) or part not in value:
+                value = None
+                break
+            value = value[part]
+        # a worker that is a natural in the spec (autograd) is named by its decimal string
+        found.append(str(value) if type(value) is int else value)
+    return found
 
 
 def _receive(

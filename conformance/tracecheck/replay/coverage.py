@@ -41,6 +41,12 @@ NOT_PRODUCED: dict[str, dict[str, str]] = {
         ),
     },
     "rendezvous": {},
+    "autograd": {
+        "LoseCleanupMsg": (
+            'enabled only when Variant = "PyTorch" (a cleanup whose retries are exhausted); the '
+            "Reference retries a cleanup until it is acknowledged, and campaigns simulate it"
+        ),
+    },
 }
 
 Status = Literal["covered", "hidden", "not-produced", "gap"]

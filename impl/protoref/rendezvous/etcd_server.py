@@ -42,6 +42,7 @@ __all__ = [
     "EtcdServer",
     "EtcdStartError",
     "EtcdTls",
+    "etcd_env",
     "find_etcd",
 ]
 
@@ -110,6 +111,15 @@ def _free_port(host: str) -> int:
         s.bind((host, 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def etcd_env() -> dict[str, str]:
+    """The environment to start etcd in: ours without ETCD_* variables (etcd reads them too
+    and refuses ones that shadow a flag), plus the opt-in etcd 3.4 wants on arm64."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
+    if platform.machine() in ("aarch64", "arm64"):
+        env["ETCD_UNSUPPORTED_ARCH"] = "arm64"
+    return env
 
 
 def _stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -218,10 +228,7 @@ class EtcdServer:
             *(self.tls.args() if self.tls else ()),
             *self.extra_args,
         ]
-        # etcd reads ETCD_* variables too and refuses ones that shadow a flag: start clean.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
-        if platform.machine() in ("aarch64", "arm64"):
-            env["ETCD_UNSUPPORTED_ARCH"] = "arm64"  # etcd 3.4 wants this opt-in on arm64
+        env = etcd_env()
         log_path = self._workdir / "etcd.log"
         with log_path.open("ab") as log:
             proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)

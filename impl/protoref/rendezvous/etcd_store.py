@@ -22,22 +22,34 @@ API path itself: ``/v3/`` on etcd 3.4+). Why it and not a gRPC client: docs/rend
 
 from __future__ import annotations
 
-import base64
 import contextlib
+import http.client
+import ssl
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import etcd3gw
 import requests
 from etcd3gw.exceptions import Etcd3Exception
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ValidationError
 
 from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
 from protoref.rendezvous.etcd_watch import KeyWatch
+from protoref.rendezvous.etcd_wire import (
+    BoundedAdapter,
+    Poster,
+    PostError,
+    Range,
+    Token,
+    Txn,
+    b64,
+    fails_over,
+    members,
+    versioned,
+)
 from protoref.rendezvous.store import Versioned
 
 __all__ = ["DEFAULT_PREFIX", "EtcdStore"]
@@ -47,86 +59,17 @@ _POOL: Final = 128  # connections kept per store: one per thread of a many-node 
 _INVALID_TOKEN: Final = "invalid auth token"  # etcd's ErrInvalidAuthToken: the token expired
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")  # etcd adds fields across versions
+_ROUND_PAUSE: Final = 0.05  # between two rounds of the member list (an election takes ~1 s)
 
 
-class _Header(_Model):
-    revision: int  # proto3 JSON sends int64 as a string; lax mode parses it
-
-
-class _KV(_Model):
-    mod_revision: int
-    value: bytes = b""  # base64 on the wire; proto3 JSON omits empty bytes
-
-    @field_validator("value", mode="before")
-    @classmethod
-    def _from_base64(cls, raw: object) -> bytes:
-        if not isinstance(raw, str):
-            raise ValueError(f"expected a base64 string, got {type(raw).__name__}")
-        return base64.b64decode(raw, validate=True)
-
-
-class _Range(_Model):
-    header: _Header
-    kvs: list[_KV] = []
-
-
-class _Op(_Model):
-    response_range: _Range | None = None
-
-
-class _Token(_Model):
-    token: str
-
-
-class _Txn(_Model):
-    header: _Header
-    succeeded: bool = False  # omitted when false
-    responses: list[_Op] = []
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _versioned(kv: _KV) -> Versioned:
-    return Versioned(kv.value, kv.mod_revision)
-
-
-class _BoundedAdapter(requests.adapters.HTTPAdapter):
-    """An HTTP adapter that bounds any request sent without a timeout and verifies the server
-    with ``ca_cert`` when given: requests lets ``REQUESTS_CA_BUNDLE`` and ``CURL_CA_BUNDLE``
-    override a session's ``verify``, which would drop the etcd cluster's CA."""
-
-    def __init__(
-        self, default_timeout: tuple[float, float], pool: int, ca_cert: str | None
-    ) -> None:
-        super().__init__(pool_connections=1, pool_maxsize=pool)
-        self.default_timeout = default_timeout
-        self.ca_cert = ca_cert
-
-    def send(  # noqa: PLR0917 - HTTPAdapter.send's own signature, overridden
-        self,
-        request: requests.PreparedRequest,
-        stream: bool = False,
-        timeout: Any = None,
-        verify: Any = True,
-        cert: Any = None,
-        proxies: dict[str, str] | None = None,
-    ) -> requests.Response:
-        bound = self.default_timeout if timeout is None else timeout
-        verify = verify if self.ca_cert is None else self.ca_cert
-        return super().send(request, stream, bound, verify, cert, proxies)
-
-
-def _shut(watches: dict[str, KeyWatch], session: requests.Session) -> None:
+def _shut(watches: dict[str, KeyWatch], session: requests.Session, poster: Poster) -> None:
     """End a store's watch streams and connections (``close``, or the store's finalizer)."""
     ending = list(watches.values())
     watches.clear()
     for watch in ending:
         watch.stop()
     session.close()
+    poster.close()
 
 
 class EtcdStore:
@@ -160,34 +103,29 @@ class EtcdStore:
             raise ValueError("client_cert and client_key go together (mutual TLS)")
         if (username is None) != (password is None):
             raise ValueError("username and password go together (etcd authentication)")
-        parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-        if (
-            parts.scheme not in ("http", "https")
-            or not parts.hostname
-            or parts.path not in ("", "/")
-        ):
-            raise ValueError(f"etcd endpoint must be http(s)://host:port, got {endpoint!r}")
-        try:
-            port = parts.port or 2379
-        except ValueError as err:
-            raise ValueError(f"etcd endpoint {endpoint!r}: {err}") from err
-        self.endpoint = f"{parts.scheme}://{parts.netloc}"
+        scheme, listed = members(endpoint)
+        self.endpoint = f"{scheme}://" + ",".join(f"{h}:{p}" for h, p in listed)
         self.prefix = prefix
         self.request_timeout = request_timeout
-        self._host, self._port, self._scheme = parts.hostname, port, parts.scheme
+        self._members, self._scheme = listed, scheme
         self._tls = (ca_cert, client_cert, client_key)
         self._credentials = None if username is None else (username, password or "")
         self._auth_lock = threading.Lock()
         self._auth_token: str | None = None
         self._session = self._new_session(pool=_POOL)
-        self._client = self._new_client(self._session, api_path=None)
+        self._clients = [
+            self._new_client(self._session, i, api_path=None) for i in range(len(listed))
+        ]
+        self._current = 0  # the member requests go to first (the last one that answered)
+        self._poster = Poster(scheme, listed, request_timeout, self._ssl_context())
         self._watches: dict[str, KeyWatch] = {}
         self._watches_lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _shut, self._watches, self._session)
+        self._finalizer = weakref.finalize(self, _shut, self._watches, self._session, self._poster)
         self._count_lock = threading.Lock()
         self.cas_won = 0
         self.cas_lost = 0
+        self.cas_skipped = 0  # lost ones answered by a read (the watch knew the token stale)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -195,7 +133,7 @@ class EtcdStore:
         session = requests.Session()
         read = self.request_timeout if read_timeout is None else read_timeout
         ca_cert, client_cert, client_key = self._tls
-        adapter = _BoundedAdapter((self.request_timeout, read), pool, ca_cert)
+        adapter = BoundedAdapter((self.request_timeout, read), pool, ca_cert)
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         if client_cert is not None and client_key is not None:
@@ -204,10 +142,23 @@ class EtcdStore:
             session.headers["Authorization"] = self._auth_token
         return session
 
-    def _new_client(self, session: requests.Session, api_path: str | None) -> etcd3gw.Etcd3Client:
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context of the hot path's connections (the CA applied as given)."""
+        if self._scheme != "https":
+            return None
+        ca_cert, client_cert, client_key = self._tls
+        context = ssl.create_default_context(cafile=ca_cert)
+        if client_cert is not None and client_key is not None:
+            context.load_cert_chain(client_cert, client_key)
+        return context
+
+    def _new_client(
+        self, session: requests.Session, member: int, api_path: str | None
+    ) -> etcd3gw.Etcd3Client:
+        host, port = self._members[member]
         return etcd3gw.Etcd3Client(
-            host=self._host,
-            port=self._port,
+            host=host,
+            port=port,
             protocol=self._scheme,
             timeout=self.request_timeout,
             api_path=api_path,
@@ -224,9 +175,9 @@ class EtcdStore:
             raise RendezvousConnectionError(
                 f"etcd at {self.endpoint}: {what} {key!r} failed: {type(err).__name__}: {detail}"
             ) from err
-        except requests.RequestException as err:
+        except (requests.RequestException, OSError, http.client.HTTPException, PostError) as err:
             raise RendezvousConnectionError(
-                f"etcd at {self.endpoint}: {what} {key!r} failed: {err}"
+                f"etcd at {self.endpoint}: {what} {key!r} failed: {type(err).__name__}: {err}"
             ) from err
         except ValidationError as err:  # JSON, but not the etcd reply we asked for
             first = err.errors()[0]
@@ -252,11 +203,12 @@ class EtcdStore:
                 self._talking("authenticate as", name),
                 contextlib.closing(self._new_session(pool=1)) as session,
             ):
-                client = self._new_client(session, api_path=self._client.api_path)
+                current = self._clients[self._current]
+                client = self._new_client(session, self._current, api_path=current.api_path)
                 reply: Any = client.post(
                     client.get_url("/auth/authenticate"), json={"name": name, "password": password}
                 )
-                self._auth_token = _Token.model_validate(reply).token
+                self._auth_token = Token.model_validate(reply).token
             self._session.headers["Authorization"] = self._auth_token
 
     def _request(self, what: str, key: str, path: str, body: dict[str, Any]) -> Any:
@@ -267,8 +219,7 @@ class EtcdStore:
                 self._authenticate(None)
                 token = self._auth_token
             try:
-                with self._talking(what, key):
-                    return self._client.post(self._client.get_url(path), json=body)
+                return self._failover(what, key, lambda m: self._post(m, path, body))
             except RendezvousConnectionError as err:
                 expired = _INVALID_TOKEN in str(err) and self._credentials is not None
                 if not expired or attempt == 2:
@@ -276,21 +227,58 @@ class EtcdStore:
                 self._authenticate(token)
         raise AssertionError("unreachable")
 
-    def _range(self, key: str) -> _Range:
+    def _post(self, member: int, path: str, body: dict[str, Any]) -> Any:
+        """The hot path: one POST to a member, over this thread's kept connection."""
+        url = self._clients[member].api_path.rstrip("/") + path  # discovered once per member
+        return self._poster.post(member, url, body, self._auth_token)
+
+    def _failover(self, what: str, key: str, call: Callable[[int], Any]) -> Any:
+        """``call`` on the current member; on a failure of the way there, on the next ones."""
+        start, tried = time.monotonic(), 0
+        while True:
+            member = self._current
+            try:
+                with self._talking(what, key):
+                    return call(member)
+            except RendezvousConnectionError as err:
+                tried += 1
+                if not fails_over(err.__cause__):
+                    raise
+                n = len(self._clients)
+                if tried >= n and time.monotonic() - start >= self.request_timeout:
+                    raise
+                if self._current == member:
+                    self._current = (member + 1) % n
+                if tried % n == 0:
+                    time.sleep(_ROUND_PAUSE)
+
+    def _range(self, key: str) -> Range:
         full = self.prefix + key
-        reply = self._request("read", full, "/kv/range", {"key": _b64(full.encode())})
+        reply = self._request("read", full, "/kv/range", {"key": b64(full.encode())})
         with self._talking("read", full):
-            return _Range.model_validate(reply)
+            return Range.model_validate(reply)
 
     # ------------------------------------------------------------------ the store protocol
 
     def get(self, key: str) -> Versioned | None:
         found = self._range(key).kvs
-        return _versioned(found[0]) if found else None
+        return versioned(found[0]) if found else None
 
     def compare_set(self, key: str, token: int | None, value: bytes) -> tuple[bool, Versioned]:
         full = self.prefix + key
-        k = _b64(full.encode())
+        with self._watches_lock:
+            watch = self._watches.get(full)
+        if watch is not None and watch.newer_than(token):
+            # Known to fail: answer it with a read of the value now stored (what the txn's
+            # failure branch would return) instead of a transaction, which etcd runs through
+            # raft and its WAL even when the compare fails. The read is linearizable.
+            current = self.get(key)
+            if current is not None and current.token != token:
+                with self._count_lock:
+                    self.cas_lost += 1
+                    self.cas_skipped += 1
+                return False, current
+        k = b64(full.encode())
         compare = (
             {"key": k, "target": "CREATE", "result": "EQUAL", "create_revision": 0}
             if token is None
@@ -298,12 +286,12 @@ class EtcdStore:
         )
         txn = {
             "compare": [compare],
-            "success": [{"request_put": {"key": k, "value": _b64(value)}}],
+            "success": [{"request_put": {"key": k, "value": b64(value)}}],
             "failure": [{"request_range": {"key": k}}],
         }
         raw = self._request("compare-and-set", full, "/kv/txn", txn)
         with self._talking("compare-and-set", full):
-            reply = _Txn.model_validate(raw)
+            reply = Txn.model_validate(raw)
         if reply.succeeded:  # the txn's revision is the key's new mod_revision
             with self._count_lock:
                 self.cas_won += 1
@@ -315,7 +303,7 @@ class EtcdStore:
             # Only reachable when someone deleted the key under our token: there is no winner
             # to load, and writing now would resurrect a state nobody holds.
             raise RendezvousStateError(full, f"deleted from etcd (token {token} is stale)")
-        return False, _versioned(ranged.kvs[0])
+        return False, versioned(ranged.kvs[0])
 
     def wait_for_change(self, key: str, token: int | None, timeout: float) -> bool:
         end = time.monotonic() + timeout
@@ -349,17 +337,23 @@ class EtcdStore:
 
     def _stream(self, full: str, start: int) -> tuple[requests.Session, requests.Response]:
         body: dict[str, Any] = {
-            "create_request": {"key": _b64(full.encode()), "start_revision": start}
+            "create_request": {"key": b64(full.encode()), "start_revision": start}
         }
         session = self._new_session(pool=1)
+
+        def post(member: int) -> requests.Response:
+            # No read timeout: the stream is silent until the key changes; stop() ends it.
+            reply = session.post(
+                self._clients[member].get_url("/watch"),
+                json=body,
+                stream=True,
+                timeout=(self.request_timeout, None),
+            )
+            reply.raise_for_status()
+            return reply
+
         try:
-            with self._talking("watch", full):
-                url = self._client.get_url("/watch")
-                # No read timeout: the stream is silent until the key changes; stop() ends it.
-                reply = session.post(
-                    url, json=body, stream=True, timeout=(self.request_timeout, None)
-                )
-                reply.raise_for_status()
+            reply = self._failover("watch", full, post)
         except BaseException:
             session.close()
             raise

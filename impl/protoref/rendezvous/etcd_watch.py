@@ -132,6 +132,12 @@ class KeyWatch:
         # The waiter read a newer version than the stream has reported yet: not a change.
         return token is None or self.revision >= token
 
+    def newer_than(self, token: int | None) -> bool:
+        """The stream has reported a version of the key after ``token`` (revisions only grow,
+        so a compare-and-set with ``token`` can only fail)."""
+        with self.cond:
+            return self.alive and self.token is not None and (token is None or self.token > token)
+
     def wait(self, token: int | None, end: float) -> bool | None:
         """True once the key's token differs from ``token``; False at ``end`` (monotonic);
         None if the stream died first (the caller opens a new watch)."""

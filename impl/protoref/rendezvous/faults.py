@@ -14,20 +14,21 @@ the bug first shows.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Final
 from unittest import mock
 
-from protoref.rendezvous import actions, holder, ops
+from protoref.rendezvous import actions, holder, ops, statecheck
 from protoref.rendezvous.ops import Action
 from protoref.rendezvous.simulator import SimConfig, Simulator
 from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import InMemoryStore, Versioned
 from protoref.tracing import JsonlSink
 
-__all__ = ["FAULTS", "Fault", "inject", "run_with_fault"]
+__all__ = ["FAULTS", "Fault", "inject", "ranks_any_order", "run_with_fault"]
 
 
 class Fault(enum.Enum):
@@ -112,6 +113,26 @@ def _torch_epilogue(s: RendezvousState, settings: RendezvousSettings) -> Rendezv
     return s
 
 
+def ranks_any_order(s: RendezvousState, settings: RendezvousSettings) -> str | None:
+    """The holder's own check of the ranks, loosened to any permutation of ``0..n-1``, so that
+    the planted ranking reaches the trace and the checker (which must find it) instead of
+    being refused by the other nodes' holders first (statecheck)."""
+    if sorted(s.participants.values()) == list(range(len(s.participants))):
+        return None
+    return f"complete round {s.round} has ranks that are not a permutation"
+
+
+def _torch_complete_ranks(s: RendezvousState, settings: RendezvousSettings) -> str | None:
+    """Variant "PyTorch"'s complete round: it may have lost members, whose ranks stay gaps, so
+    its ranks need only increase in node order and stay below ``max_nodes``."""
+    ranks = [s.participants[n] for n in sorted(s.participants)]
+    if all(a < b for a, b in itertools.pairwise(ranks)) and all(
+        0 <= r < settings.max_nodes for r in ranks
+    ):
+        return None
+    return f"complete round {s.round} has ranks {ranks[:8]} in node order (Variant PyTorch)"
+
+
 def _keep_everyone(s: RendezvousState, settings: RendezvousSettings, now: float) -> RendezvousState:
     return s
 
@@ -122,13 +143,20 @@ def _patches(fault: Fault) -> list[tuple[Any, str, Any]]:
             broken = _cas_ignoring_token(InMemoryStore.compare_set)
             return [(InMemoryStore, "compare_set", broken)]
         case Fault.RANK_BY_ARRIVAL:
-            return [(actions, "mark_rendezvous_complete", _complete_by_arrival)]
+            return [
+                (actions, "mark_rendezvous_complete", _complete_by_arrival),
+                (statecheck, "complete_ranks_problem", ranks_any_order),
+            ]
         case Fault.COMPLETE_BELOW_MIN:
             return [(ops, "join_decision", _join_completing_below_min(ops.join_decision))]
         case Fault.FORGET_ROUND_BUMP:
             return [(actions, "epilogue", _epilogue_without_bump)]
         case Fault.TORCH_EPILOGUE:
-            return [(actions, "epilogue", _torch_epilogue)]
+            # and the states it writes: a complete round with gaps in its ranks
+            return [
+                (actions, "epilogue", _torch_epilogue),
+                (statecheck, "complete_ranks_problem", _torch_complete_ranks),
+            ]
         case Fault.KEEP_DEAD_NODE:
             return [(holder, "sanitize", _keep_everyone)]
 

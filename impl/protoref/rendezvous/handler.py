@@ -7,7 +7,9 @@ Differences from torch 2.13, on purpose:
   last call, a heartbeat falling due or expiring), then reads the store. A node learns of
   completion as soon as it is written.
 - No random 0-0.3 s delay before the first round (``start_delay`` setting of this class, 0 by
-  default): a compare-and-set store under contention costs a retry, not a sleep.
+  default): a compare-and-set store under contention costs a retry, not a sleep. (A random
+  back-off after a lost compare-and-set was tried and measured slower: 16 threads on the file
+  store, medians 0.71 s with it against 0.31 s without, alternating; on etcd 1.31 vs 0.92 s.)
 - The state is stored as schema-checked JSON (:mod:`protoref.rendezvous.codec`), never pickled.
 - A participant leaving a complete round ends it (:func:`protoref.rendezvous.actions.epilogue`,
   DynamicRendezvous.tla's Reference variant): the rest move to the wait list, so every node
@@ -99,7 +101,8 @@ class DynamicRendezvousHandler:
         self._tracer = tracer
         if tracer is not None:
             observer = tracer.observe if observer is None else _both(tracer.observe, observer)
-        self._runner = NodeRunner(self.node, StateHolder(store, settings), observer)
+        holder = StateHolder(store, settings, self.clock.domain)
+        self._runner = NodeRunner(self.node, holder, observer)
         self._lock = threading.RLock()  # torch's _heartbeat_lock: one op at a time
         self._heartbeats = HeartbeatTimer(
             settings.keep_alive_interval, self._keep_alive, f"rdzv-heartbeat-{self.node}"
@@ -117,6 +120,8 @@ class DynamicRendezvousHandler:
         if self.start_delay > 0 and self._runner.holder.state.round == 0:
             threading.Event().wait(random.uniform(0, self.start_delay))
         with self._lock:
+            if self._runner.pc is Pc.STOPPED:  # closed before, and closed is final
+                raise RendezvousClosedError(f"rendezvous {self.settings.run_id!r} is closed")
             self._run(Op.EXIT)
             view = self._runner.view
         self._start_heartbeats()
@@ -132,7 +137,10 @@ class DynamicRendezvousHandler:
 
     def set_closed(self) -> None:
         with self._lock:
-            self._run(Op.CLOSE)
+            # A node stopped by ERROR_CLOSED / GracefulExit saw the rendezvous closed, which
+            # stays closed (ClosedStableProp): torch's close op would FINISH at once.
+            if self._runner.pc is not Pc.STOPPED:
+                self._run(Op.CLOSE)
 
     def num_nodes_waiting(self) -> int:
         """Nodes in the wait list (the redundancy list is not counted, as in torch)."""

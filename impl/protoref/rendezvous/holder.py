@@ -11,15 +11,23 @@
 - ``SyncRead``: not dirty, cache expired (or invalidated): read the store.
 
 After every real sync the copy is sanitized (expired heartbeats removed, locally only).
+
+Every value loaded from the store is decoded, bounded and checked against the spec's invariants
+(:mod:`.statecheck`) before anything is decided on it, and its time stamps are put on this
+node's clock (:mod:`.stamps`: only stamps of the holder's own clock domain are taken as they
+are); what the node writes carries its own clock's stamps.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from functools import lru_cache
 
 from protoref.rendezvous.actions import sanitize
-from protoref.rendezvous.codec import decode_state, encode_state
+from protoref.rendezvous.codec import StoredState, decode_stored, encode_stored
+from protoref.rendezvous.stamps import SHARED_CLOCK, LocalTimes
 from protoref.rendezvous.state import EMPTY_STATE, RendezvousSettings, RendezvousState
+from protoref.rendezvous.statecheck import check_state
 from protoref.rendezvous.store import RendezvousStore
 
 __all__ = ["StateHolder", "SyncKind", "state_key"]
@@ -39,13 +47,31 @@ class SyncKind(StrEnum):
     WRITE_LOST = "SyncWriteLost"
 
 
-class StateHolder:
-    """One node's copy of the shared state, its token, dirty flag and read cache."""
+@lru_cache(maxsize=256)
+def load_stored(raw: bytes, key: str, settings: RendezvousSettings) -> StoredState:
+    """Decode and check a stored value (cached: the threads of a process share it)."""
+    stored = decode_stored(raw, key, settings.run_id)
+    check_state(stored.state, settings, key)
+    return stored
 
-    def __init__(self, store: RendezvousStore, settings: RendezvousSettings) -> None:
+
+class StateHolder:
+    """One node's copy of the shared state, its token, dirty flag and read cache.
+
+    ``clock_domain`` is the domain of the clock ``now`` is read from (the default: every
+    holder built without one shares a clock, as the simulator's do).
+    """
+
+    def __init__(
+        self,
+        store: RendezvousStore,
+        settings: RendezvousSettings,
+        clock_domain: str = SHARED_CLOCK,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.key = state_key(settings.run_id)
+        self.times = LocalTimes(clock_domain)
         self.state: RendezvousState = EMPTY_STATE
         self.token: int | None = None
         self.dirty = False
@@ -70,23 +96,24 @@ class StateHolder:
         self.dirty = False
         self.last_sync = None
 
-    def _decode(self, raw: bytes) -> RendezvousState:
-        return decode_state(raw, self.key, self.settings.run_id)
+    def _decode(self, raw: bytes, now: float) -> RendezvousState:
+        """A stored value on this node's clock; checked before anything is decided on it."""
+        return self.times.to_local(load_stored(raw, self.key, self.settings), now)
 
     def sync(self, now: float) -> SyncKind:
         """One sync step (``_BackendRendezvousStateHolder.sync``)."""
         if self.dirty:
-            raw = encode_state(self.state, self.settings.run_id)
+            raw = encode_stored(self.times.to_stored(self.state, now), self.settings.run_id)
             won, current = self.store.compare_set(self.key, self.token, raw)
             won = won or current.value == raw  # set_state: success iff the bytes are ours
             kind = SyncKind.WRITE_WON if won else SyncKind.WRITE_LOST
-            loaded = self.state if won else self._decode(current.value)
+            loaded = self.state if won else self._decode(current.value, now)
             self.token = current.token
         elif self.fresh(now):
             return SyncKind.CACHED
         else:
             got = self.store.get(self.key)
-            loaded = EMPTY_STATE if got is None else self._decode(got.value)
+            loaded = EMPTY_STATE if got is None else self._decode(got.value, now)
             self.token = None if got is None else got.token
             kind = SyncKind.READ
         self.state = sanitize(loaded, self.settings, now)

@@ -9,6 +9,10 @@ Each ``next_rendezvous`` result is printed as one JSON line on stdout (``node``,
 (each call exits the previous round first, as torch's agent does on a restart). A rendezvous
 error prints ``{"error": <type>, "message": ...}`` and exits 1; bad arguments exit 2.
 
+``--simulate-clock-offset S`` (testing aid) reads this node's clock S seconds ahead, as another
+host's clock would, in a clock domain of its own; with ``--simulate-same-clock`` the skewed stamps
+claim the host's domain, which is what trusting a skewed wall clock amounts to.
+
 ``--trace-dir DIR`` records the run for the conformance checker: the handler runs on a
 :class:`~protoref.rendezvous.clock.TickClock` (``--tick``, the read cache one tick) and appends raw
 records to ``DIR/raw-<pid>.jsonl`` under a step lock shared through ``DIR/step.lock`` (processes of
@@ -31,7 +35,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
-from protoref.rendezvous.clock import TickClock
+from protoref.rendezvous.clock import Clock, MonotonicClock, OffsetClock, TickClock
 from protoref.rendezvous.errors import RendezvousError
 from protoref.rendezvous.etcd_store import DEFAULT_PREFIX, EtcdStore
 from protoref.rendezvous.handler import DynamicRendezvousHandler, new_node_desc
@@ -108,6 +112,18 @@ def _parser() -> argparse.ArgumentParser:
         help="close the rendezvous when done (nodes still finishing their join then see it "
         "closed: for the last node of a job)",
     )
+    p.add_argument(
+        "--simulate-clock-offset",
+        type=float,
+        default=None,
+        metavar="S",
+        help="testing: read this node's clock S seconds ahead, as another host's",
+    )
+    p.add_argument(
+        "--simulate-same-clock",
+        action="store_true",
+        help="testing: the skewed clock claims this host's clock domain (trusted)",
+    )
     p.add_argument("--trace-dir", type=Path, default=None, help="record a trace (raw records)")
     p.add_argument("--tick", type=float, default=2.0**-4, help="--trace-dir: seconds per tick")
     return p
@@ -116,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
 def _settings(p: argparse.ArgumentParser, args: argparse.Namespace) -> RendezvousSettings:
     if args.rounds < 1:
         p.error("--rounds must be >= 1")
+    if args.simulate_same_clock and args.simulate_clock_offset is None:
+        p.error("--simulate-same-clock needs --simulate-clock-offset")
     try:
         return RendezvousSettings(
             run_id=args.run_id,
@@ -137,7 +155,10 @@ def _run(args: argparse.Namespace, store: RendezvousStore, settings: RendezvousS
     if args.trace_dir is not None:
         raw = args.trace_dir / f"raw-{os.getpid()}.jsonl"
         tracer = HandlerTracer(raw, args.tick, lock=args.trace_dir / "step.lock")
-    clock = TickClock(args.tick) if tracer is not None else None
+    clock: Clock = TickClock(args.tick) if tracer is not None else MonotonicClock()
+    if args.simulate_clock_offset is not None:
+        same = clock.domain if args.simulate_same_clock else None
+        clock = OffsetClock(clock, args.simulate_clock_offset, domain=same)
     handler = DynamicRendezvousHandler(store, settings, node=node, clock=clock, tracer=tracer)
     try:
         _rounds(args, handler)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from protoref.rendezvous import wakeup
+from protoref.rendezvous.codec import MAX_STATE_BYTES
 from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
 
 __all__ = ["FileStore", "InMemoryStore", "RendezvousStore", "Versioned"]
@@ -99,6 +100,10 @@ class InMemoryStore:
 
 
 # File layout: one file per key, b"<token>\n" + value, replaced atomically under an flock.
+#: A token line longer than this is not ours (2**63 - 1 has 19 digits): refused before int().
+_MAX_TOKEN_DIGITS = 19
+#: A file larger than this is not a state (the codec's limit plus the token line).
+_MAX_FILE_BYTES = MAX_STATE_BYTES + _MAX_TOKEN_DIGITS + 1
 _MIN_POLL = 0.0005
 _MAX_POLL = 0.01
 #: With notifications on, a waiter still re-reads this often (a lost ping costs latency only).
@@ -128,14 +133,21 @@ class FileStore:
     def _read(self, key: str) -> Versioned | None:
         path = self._path(key)
         try:
-            data = path.read_bytes()
+            with path.open("rb") as f:
+                data = f.read(_MAX_FILE_BYTES + 1)  # bounded: a huge file is refused unread
         except FileNotFoundError:
             return None
         except OSError as err:
             raise RendezvousConnectionError(f"file store: cannot read {path}: {err}") from err
+        if len(data) > _MAX_FILE_BYTES:
+            raise RendezvousStateError(key, f"{path.name}: more than {_MAX_FILE_BYTES} bytes")
         head, sep, value = data.partition(b"\n")
-        if not sep or not head.isdigit():
+        if not sep or not head.isdigit() or not head.isascii():
             raise RendezvousStateError(key, f"{path.name}: no token line (not a file store value)")
+        if len(head) > _MAX_TOKEN_DIGITS:
+            raise RendezvousStateError(
+                key, f"{path.name}: a token of {len(head)} digits (at most {_MAX_TOKEN_DIGITS})"
+            )
         return Versioned(value, int(head))
 
     @contextlib.contextmanager

@@ -17,8 +17,10 @@ secret, found without configuration on one host (:mod:`protoref.rref.runtime.sec
 required across hosts; ``shutdown`` returns a :class:`ShutdownReport`. ``PROTOREF_RPC_TRACE_DIR``
 makes every worker write its RRef trace there (``<name>.ndjson``). Our own keywords after
 torch's: ``secret``, ``master_addr``, ``master_port``, ``options`` (:class:`RpcOptions`),
-``trace``, ``codecs``, ``rpc_timeout``. Several workers may live in one process, each
-initialised on its own thread; the module-level functions act for the calling thread's worker.
+``trace``, ``codecs``, ``rpc_timeout``. With ``PROTOREF_RPC_TRACE_DIR`` a worker also writes
+its distributed autograd trace in ``DIR/autograd/<name>.ndjson``. Several workers may live in
+one process, each initialised on its own thread; the module-level functions act for the calling
+thread's worker.
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ def init_rpc(
         if not name or any(c in name for c in "/\\\0") or name.startswith("."):
             raise ValueError(f"worker name {name!r} cannot name a trace file in {TRACE_DIR_ENV}")
         trace = Path(os.environ[TRACE_DIR_ENV]) / f"{name}.ndjson"
+        # and its distributed autograd trace in a folder of its own (another protocol: DIR/*.ndjson
+        # stays the RRef traces, which merge together)
+        changes["autograd_trace"] = Path(os.environ[TRACE_DIR_ENV]) / "autograd" / f"{name}.ndjson"
     if trace is not None:
         changes["trace"] = Path(trace)
     if codecs is not None:

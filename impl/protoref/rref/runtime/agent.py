@@ -21,12 +21,13 @@ __all__ = ["Agent", "RpcFuture", "RpcOptions", "ShutdownReport", "current_agent"
 
 
 class Agent(Calls, Shutdown):
-    """One worker: its machinery, its calls, its shutdown."""
+    """One worker: its machinery, its calls, its shutdown, its distributed autograd."""
 
     def __init__(self, name: str, rank: int, world_size: int, options: RpcOptions) -> None:
         super().__init__(name, rank, world_size, options)
         self._init_liveness()
         self._init_barriers()
+        self._init_autograd()
 
     def on_frame(self, link: Link, frame: fr.Frame) -> None:
         """The transport's handler: rendezvous and barrier frames here, the rest to the node."""
@@ -37,6 +38,8 @@ class Agent(Calls, Shutdown):
                 self._peers.set_result(frame.peers)
         elif isinstance(frame, fr.Barrier | fr.BarrierGo):
             self.on_barrier_frame(frame)
+        elif isinstance(frame, fr.Autograd):
+            self.on_autograd_frame(link.peer, frame.body)
         else:
             self.node.on_frame(
                 link.peer,

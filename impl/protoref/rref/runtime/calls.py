@@ -12,11 +12,20 @@ import concurrent.futures as cf
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from protoref.autograd.node import Refused
 from protoref.futures import Future, outcome
 from protoref.ids import GloballyUniqueId
 from protoref.rref import events as ev
 from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.errors import PeerDeadError, RPCError, RPCTimeoutError
+from protoref.rref.runtime.autograd_glue import AutogradGlue
+from protoref.rref.runtime.codec import decode_value, encode_value
+from protoref.rref.runtime.errors import (
+    CodecError,
+    PeerDeadError,
+    RemoteError,
+    RPCError,
+    RPCTimeoutError,
+)
 from protoref.rref.runtime.handle import RRef
 from protoref.rref.runtime.liveness import Liveness
 from protoref.rref.runtime.node_core import settle
@@ -42,7 +51,7 @@ class RpcFuture(Future[T]):
             raise RPCTimeoutError(f"no result within {timeout} s") from err
 
 
-class Calls(Liveness):
+class Calls(AutogradGlue, Liveness):
     """The API plumbing of a worker (torch's rpc.api functions, RRef methods' backends)."""
 
     def _limit(self, timeout: float | None) -> float:
@@ -90,9 +99,13 @@ class Calls(Liveness):
             body = node.encode_call(name, args, kwargs, to)
             r = node.ctx.new_id()
             f = node.ctx.new_id(1) if to != self.name else r
+            wrapped = self.ag_wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
+            if wrapped is not None:
+                self._ag_remotes[r] = wrapped
             step = node.apply(ev.Remote(dst=to), send=False)
+            meta = None if wrapped is None else wrapped.meta
             for m in step.sent:
-                node.emit(m, node.clock.lamport, call=body)
+                node.emit(m, node.clock.lamport, call=body, autograd=meta)
             node.remote_timer(r, f, limit)
             if to == self.name:
                 box = node.boxes.setdefault(r, cf.Future())
@@ -117,18 +130,65 @@ class Calls(Liveness):
             self._check_call(to)
             node = self.node
             body = node.encode_call(name, args, kwargs, to)
+            wrapped = self.ag_wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
             if to == self.name:  # no RRefs (the core refuses sharing with oneself): run here
                 a, k = node.decode_call(body, node.clock.lamport)
-                fn_ = resolve(name)
-                udf = self._run_udf(lambda: fn_(*a, **k), is_async(fn_))
-                udf.add_done_callback(lambda d: settle(future, *outcome(d)))
+                self._call_self(name, a, k, wrapped, future)
                 return
             call_id = node.add_call(to, future)
-            self._send_frame(to, fr.UserCall, stamp=node.clock.lamport, call_id=call_id, body=body)
+            if wrapped is not None:
+                self._ag_calls[call_id] = wrapped
+            meta = None if wrapped is None else wrapped.meta
+            self._send_frame(
+                to, fr.UserCall, stamp=node.clock.lamport, call_id=call_id, body=body, autograd=meta
+            )
             self._expire(call_id, limit)
 
         self.act(run)
         return future
+
+    def _call_self(
+        self,
+        name: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        wrapped: Any,
+        future: RpcFuture[Any],
+    ) -> None:
+        """A call to this very worker: its UDF on the pool, under the caller's context when
+        the call is wrapped (request and answer go through the autograd node as a remote
+        call's would, without frames)."""
+        key = None
+        if wrapped is not None:
+            try:
+                key = self.ag_request(wrapped.meta, (args, kwargs))
+            except Refused as refused:
+                self.ag_answered(wrapped, refused.meta, None)
+                settle(future, None, RemoteError("RuntimeError", str(refused)))
+                return
+        fn_ = resolve(name)
+        udf = self._run_udf(self.ag_guarded(key, lambda: fn_(*args, **kwargs)), is_async(fn_))
+
+        def done(d: cf.Future[Any]) -> None:
+            value, error = outcome(d)
+            meta = self.ag_finish(key, value, raised=error is not None)
+            if meta is not None and meta.msg.type == "FWD_RESP":
+                value = self._copy_answer(value)
+            self.ag_answered(wrapped, meta, value)
+            settle(future, value, error)
+
+        udf.add_done_callback(done)
+
+    def _copy_answer(self, value: Any) -> Any:
+        """A wrapped answer to oneself is a copy, as torch's serialized one is: its tensors
+        become the caller's recv function's outputs, while the callee's send function keeps
+        the originals (one object cannot be both)."""
+        codecs = self.node.codecs
+        try:
+            data = encode_value(value, codecs, None, path="result")
+        except CodecError:  # an RRef in it: handed over as it is
+            return value
+        return decode_value(data, codecs, lambda _i: None, path="result")
 
     def run_local(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """Run ``fn`` on this worker's RPC pool with these very objects (no encoding): an RRef
@@ -170,6 +230,8 @@ class Calls(Liveness):
         def fire() -> None:
             with self.node.lock:
                 future = self.node.pop_call(call_id)
+                if future is not None:  # no answer: its autograd part fails too
+                    self.ag_call_done(call_id, None, None)
             settle(future, None, RPCTimeoutError(f"call {call_id} timed out after {limit} s"))
             self.node.on_step()
 
@@ -186,14 +248,27 @@ class Calls(Liveness):
             user = node.ctx.users[f]
             owner.append(user.owner)
             self.check_alive(user.owner)
+            wrapped = self.ag_wrap(user.owner, ())  # under a context: wrapped (autograd)
+            meta = None if wrapped is None else wrapped.meta
             if f in node.ctx.fetched:  # the spec's bound: later fetches are plain calls
                 call_id = node.add_call(user.owner, future)
+                if wrapped is not None:
+                    self._ag_calls[call_id] = wrapped
                 self._send_frame(
-                    user.owner, fr.Refetch, stamp=node.clock.lamport, call_id=call_id, rref=tuple(r)
+                    user.owner,
+                    fr.Refetch,
+                    stamp=node.clock.lamport,
+                    call_id=call_id,
+                    rref=tuple(r),
+                    autograd=meta,
                 )
                 self._expire(call_id, limit)
                 return
-            node.apply(ev.ToHere(f=f))
+            if wrapped is not None:
+                self._ag_fetches[f] = wrapped
+            step = node.apply(ev.ToHere(f=f), send=False)
+            for m in step.sent:
+                node.emit(m, node.clock.lamport, autograd=meta)
             node.fetches[f] = future
 
         self.act(run)

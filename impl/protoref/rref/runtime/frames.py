@@ -14,12 +14,14 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import Field, JsonValue, TypeAdapter
 from pydantic_core import to_json
 
+from protoref.autograd.frames import AutogradFrame, AutogradMeta
 from protoref.rref.events import Message, PythonCall
 from protoref.tracing import FrozenModel
 
 __all__ = [
     "FRAME_ADAPTER",
     "Ack",
+    "Autograd",
     "Barrier",
     "BarrierGo",
     "CallBody",
@@ -110,6 +112,9 @@ class Proto(_Seq):
     ctl: int | None = None
     call: CallBody | None = None
     result: Result | None = None
+    #: Distributed autograd's part of a PYTHON_REMOTE_CALL, REMOTE_RET or a fetch and its
+    #: reply made under a context (the spec's message: context, message id, sender).
+    autograd: AutogradMeta | None = None
 
 
 class Ack(_Seq):
@@ -127,6 +132,7 @@ class UserCall(_Seq):
     stamp: int = Field(ge=0)
     call_id: int
     body: CallBody
+    autograd: AutogradMeta | None = None  # a call made under a distributed autograd context
 
 
 class Refetch(_Seq):
@@ -137,6 +143,7 @@ class Refetch(_Seq):
     stamp: int = Field(ge=0)
     call_id: int
     rref: tuple[str, int]
+    autograd: AutogradMeta | None = None
 
 
 class UserReply(_Seq):
@@ -144,6 +151,14 @@ class UserReply(_Seq):
     stamp: int = Field(ge=0)
     call_id: int
     result: Result
+    autograd: AutogradMeta | None = None  # the answer to a wrapped call (FWD_RESP or RESP)
+
+
+class Autograd(_Seq):
+    """A distributed autograd cleanup or backward-pass message (protoref.autograd.frames)."""
+
+    kind: Literal["autograd"] = "autograd"
+    body: AutogradFrame
 
 
 class PeerInfo(FrozenModel):
@@ -196,6 +211,7 @@ Frame = Annotated[
     | UserCall
     | Refetch
     | UserReply
+    | Autograd
     | Join
     | Peers
     | Barrier
@@ -214,6 +230,7 @@ FRAME_KINDS: Final = frozenset(
         "call",
         "refetch",
         "reply",
+        "autograd",
         "join",
         "peers",
         "barrier",

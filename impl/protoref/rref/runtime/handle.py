@@ -116,10 +116,12 @@ class RRef(Generic[T]):
         return RRefProxy(call, mode)
 
     def backward(self, dist_autograd_ctx_id: int = -1, retain_graph: bool = False) -> None:
-        """torch's RRef.backward needs distributed autograd, which protoref.rpc has not yet."""
-        raise NotImplementedError(
-            "RRef.backward needs distributed autograd, which protoref.rpc does not have yet"
-        )
+        """torch's RRef.backward: a backward pass from the value (a scalar tensor): local on
+        the owner (-1, gradients in ``.grad``) or distributed in the given context
+        (:mod:`protoref.autograd.rref_backward`)."""
+        from protoref.autograd.rref_backward import rref_backward  # noqa: PLC0415 - on use
+
+        rref_backward(self, dist_autograd_ctx_id, retain_graph)
 
     def __reduce__(self) -> Any:
         raise TypeError("an RRef is never pickled: pass it as an rpc argument or return value")

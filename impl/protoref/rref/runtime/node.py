@@ -128,6 +128,8 @@ class Node(NodeInbox):
         alive = f in self.ctx.pending_users if f != r else r in self.ctx.self_calls
         if alive:
             self.apply(ev.TimeOutRemote(r=r, f=f))
+            if self.agent is not None:  # autograd: the remote call got no answer
+                self.agent.ag_remote_done(r, None)
 
     def pass_barrier(self) -> None:
         """RRef.tla ``WaitAllWorkers`` on this context: one global step, logged once by the
@@ -165,13 +167,19 @@ class Node(NodeInbox):
         with self.lock:
             for call_id in [c for c, p in self.call_peers.items() if p == peer]:
                 settle(self.pop_call(call_id), None, error)
+                if self.agent is not None:  # autograd: no answer either
+                    self.agent.ag_call_done(call_id, None, None)
             users = self.ctx.users
             for f in [f for f in self.fetches if f in users and users[f].owner == peer]:
                 settle(self.fetches.pop(f), None, error)
+                if self.agent is not None:
+                    self.agent.ag_fetch_done(f, None, None)
             for f in sorted(self.ctx.pending_users):
                 u = self.ctx.users[f]
                 if u.parent is None and u.owner == peer:
                     self.apply(ev.TimeOutRemote(r=u.rref, f=f))
+                    if self.agent is not None:
+                        self.agent.ag_remote_done(u.rref, None)
             for ctl in [c for c, (m, _) in self.unacked.items() if m.dst == peer]:
                 del self.unacked[ctl]
         self.on_step()

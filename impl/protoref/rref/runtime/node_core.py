@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from protoref.autograd.frames import AutogradMeta
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref import events as ev
@@ -269,16 +270,28 @@ class NodeCore:
             fn, args = queue.popleft()
             fn(*args)
 
-    def emit(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
+    def emit(
+        self,
+        m: ev.Message,
+        stamp: int,
+        call: fr.CallBody | None = None,
+        autograd: AutogradMeta | None = None,
+    ) -> None:
         """Send a message a step produced, from the thread that stepped (the caller holds the
         lock): links take writes from any thread, so an application or UDF thread does not
         wake the loop to send (``send_frame`` hands the frame to the loop only when the link
         must be dialed first; a retried message then records PENDING until it is written)."""
-        self.send_proto(m, stamp, call)
+        self.send_proto(m, stamp, call, autograd)
 
-    def send_proto(self, m: ev.Message, stamp: int, call: fr.CallBody | None = None) -> None:
+    def send_proto(
+        self,
+        m: ev.Message,
+        stamp: int,
+        call: fr.CallBody | None = None,
+        autograd: AutogradMeta | None = None,
+    ) -> None:
         if m.dst == self.me:  # to self through the loop, never inline: it is a separate step
-            self.handoff(self._take_local, m, stamp, call)
+            self.handoff(self._take_local, m, stamp, call, autograd)
             return
         if isinstance(m, ev.RRefFetchRet):
             self._send_value_when_ready(m, stamp)
@@ -288,7 +301,7 @@ class NodeCore:
             gen = self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, ctl=ctl)
             self.unacked[ctl] = (m, gen)
             return
-        self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, call=call)
+        self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, call=call, autograd=autograd)
 
     def _send_value_when_ready(self, m: ev.RRefFetchRet, stamp: int) -> None:
         # retrieveOwnerRRef replies once the OwnerRRef's value future has completed.
@@ -300,7 +313,9 @@ class NodeCore:
 
         def ready(done: cf.Future[Any]) -> None:
             result = self._result_of(done, m.dst, allow_rrefs=False)
-            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
+            # a fetch made under a context: its handler answers (wrapped if the value needs it)
+            autograd = self.fetch_answered(m.fork, done, result)
+            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result, autograd=autograd)
 
         if box.done():  # the common case: no extra trip through the loop
             ready(box)
@@ -321,9 +336,15 @@ class NodeCore:
 
         future.add_done_callback(done)
 
-    def _take_local(self, m: ev.Message, stamp: int, call: fr.CallBody | None) -> None:
+    def _take_local(
+        self,
+        m: ev.Message,
+        stamp: int,
+        call: fr.CallBody | None,
+        autograd: AutogradMeta | None = None,
+    ) -> None:
         with self.lock:
-            self.take(self.me, m, stamp, call, None)
+            self.take(self.me, m, stamp, call, None, autograd=autograd)
 
     # ------------------------------------------------------------------ dropped handles
 
@@ -365,6 +386,14 @@ class NodeCore:
         stamp: int,
         call: fr.CallBody | None,
         result: fr.Result | None,
+        *,
+        autograd: AutogradMeta | None = None,
     ) -> None:
         """A protocol message taken from the inbox (node_inbox.NodeInbox)."""
+        raise NotImplementedError
+
+    def fetch_answered(
+        self, fork: Gid, done: cf.Future[Any], result: fr.Result
+    ) -> AutogradMeta | None:
+        """The autograd part of a fetch's reply (node_inbox.NodeInbox)."""
         raise NotImplementedError

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from protoref.autograd.frames import AutogradMeta
+from protoref.autograd.node import Refused
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref import events as ev
@@ -56,11 +58,15 @@ class NodeInbox(NodePayload):
                 if frame.ctl in seen:  # a copy already applied: ack again, apply nothing
                     ack(frame.ctl)
                     return
-                self.take(peer, frame.msg, frame.stamp, frame.call, frame.result)
+                self.take(
+                    peer, frame.msg, frame.stamp, frame.call, frame.result, autograd=frame.autograd
+                )
                 seen.add(frame.ctl)
                 ack(frame.ctl)
                 return
-            self.take(peer, frame.msg, frame.stamp, frame.call, frame.result)
+            self.take(
+                peer, frame.msg, frame.stamp, frame.call, frame.result, autograd=frame.autograd
+            )
         elif isinstance(frame, fr.Ack):
             self._merge(frame.stamp)
             for ctl in frame.ctls:
@@ -71,7 +77,13 @@ class NodeInbox(NodePayload):
             self._user_call(peer, frame)
         elif isinstance(frame, fr.UserReply):
             self._merge(frame.stamp)
-            self.outcome(frame.result, frame.stamp, self.pop_call(frame.call_id))
+            target = self.pop_call(frame.call_id)
+            if self._ag_waits("_ag_calls", frame.call_id):  # wrapped: autograd sees it first
+                value = self._decoded(frame.result, frame.stamp)
+                self.agent.ag_call_done(frame.call_id, frame.autograd, value)
+                self.outcome(frame.result, frame.stamp, target, value)
+            else:
+                self.outcome(frame.result, frame.stamp, target)
             self.on_step()
         elif isinstance(frame, fr.Refetch):
             self._merge(frame.stamp)
@@ -89,10 +101,13 @@ class NodeInbox(NodePayload):
         stamp: int,
         call: fr.CallBody | None,
         result: fr.Result | None,
+        *,
+        autograd: AutogradMeta | None = None,
     ) -> None:
-        """A protocol message taken from the inbox."""
+        """A protocol message taken from the inbox (``autograd``: its distributed autograd
+        part, for a remote call, a fetch and their replies made under a context)."""
         if isinstance(m, ev.PythonRemoteCall):
-            self._remote_call(m, stamp, call)
+            self._remote_call(m, stamp, call, autograd)
         elif isinstance(m, ev.RRefFetchRet):
             self.apply(m, stamp)
             target = self.fetches.pop(m.fork, None)
@@ -100,13 +115,69 @@ class NodeInbox(NodePayload):
                 result = fr.Result(
                     ok=False, error_type="RPCError", error="fetch reply without value"
                 )
-            self.outcome(result, stamp, target)
+            if self._ag_waits("_ag_fetches", m.fork):  # a wrapped fetch: autograd sees it first
+                value = self._decoded(result, stamp)
+                self.agent.ag_fetch_done(m.fork, autograd, value)
+                self.outcome(result, stamp, target, value)
+            else:
+                self.outcome(result, stamp, target)
         elif isinstance(m, ev.PythonCall):
             raise ProtocolError(self.me, "GetOrCreateRRef", "PYTHON_CALL outside a call or reply")
+        elif isinstance(m, ev.RRefFetchCall) and autograd is not None:
+            self.agent._ag_serving[m.fork] = self._ag_request(autograd, ())
+            self.apply(m, stamp)
         else:
             self.apply(m, stamp)
+            if isinstance(m, ev.RemoteRet) and self._ag_waits("_ag_remotes", m.rref):
+                self.agent.ag_remote_done(m.rref, autograd)
 
-    def _remote_call(self, m: ev.PythonRemoteCall, stamp: int, call: fr.CallBody | None) -> None:
+    def _ag_waits(self, table: str, key: object) -> bool:
+        """A wrapped request waits for this answer in the agent's ``table`` (a node without an
+        agent, in tests, has none)."""
+        return self.agent is not None and key in getattr(self.agent, table)
+
+    def _ag_request(self, meta: AutogradMeta | None, args: object) -> Any:
+        """The handler key of a wrapped request, or the refusal (a released context); None
+        for a request that is not wrapped."""
+        if meta is None or self.agent is None:
+            return None
+        try:
+            return self.agent.ag_request(meta, args)
+        except Refused as refused:
+            return refused
+
+    def _ag_guarded(self, key: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
+        if key is None:
+            return fn
+        guarded: Callable[[], Any] = self.agent.ag_guarded(key, fn)
+        return guarded
+
+    def fetch_answered(
+        self, fork: Gid, done: cf.Future[Any], result: fr.Result
+    ) -> AutogradMeta | None:
+        """The autograd part of the reply to a fetch made under a context: its handler
+        finishes with the value (wrapped when it requires grad)."""
+        key = None if self.agent is None else self.agent._ag_serving.pop(fork, None)
+        if key is None:
+            return None
+        if isinstance(key, Refused):
+            return key.meta
+        value = done.result() if result.ok else None
+        meta: AutogradMeta | None = self.agent.ag_finish(key, value, not result.ok)
+        return meta
+
+    def _decoded(self, result: fr.Result, stamp: int) -> Any:
+        """A reply's value, decoded once (autograd attaches its recv function to its tensors
+        before the caller's future sees it); None for an error."""
+        return self.decode(result.value, result.forks, stamp, "result") if result.ok else None
+
+    def _remote_call(
+        self,
+        m: ev.PythonRemoteCall,
+        stamp: int,
+        call: fr.CallBody | None,
+        autograd: AutogradMeta | None = None,
+    ) -> None:
         if call is None:
             raise ProtocolError(self.me, "AssignOwnerRRef", "PYTHON_REMOTE_CALL without a call")
         r = m.rref
@@ -116,10 +187,19 @@ class NodeInbox(NodePayload):
             args, kwargs = self.decode_call(call, stamp)
             fn = resolve(call.fn)
         except Exception as err:  # the UDF fails before it runs: stored in the RRef, as PyTorch
+            if autograd is not None and self.agent is not None:
+                self.agent._ag_creating[r] = self._ag_request(autograd, None)
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            udf = self.run_udf(lambda: fn(*args, **kwargs), is_async(fn))
+            key = self._ag_request(autograd, (args, kwargs))
+            if key is not None:
+                self.agent._ag_creating[r] = key
+            if isinstance(key, Refused):
+                udf = cf.Future()
+                udf.set_exception(RemoteError("RuntimeError", str(key)))
+            else:
+                udf = self.run_udf(self._ag_guarded(key, lambda: fn(*args, **kwargs)), is_async(fn))
         self.when_done(udf, self._remote_done, m, stamp)
 
     def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
@@ -131,8 +211,18 @@ class NodeInbox(NodePayload):
     def _assign(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
         box = self.boxes.get(m.rref)
         self.computing.discard(m.rref)
+        # a remote call made under a context: its handler finishes (the value stays here, so
+        # the answer is never wrapped) and REMOTE_RET carries the answer's autograd part
+        key = None if self.agent is None else self.agent._ag_creating.pop(m.rref, None)
+        meta = key.meta if isinstance(key, Refused) else None
+        if key is not None and not isinstance(key, Refused):
+            meta = self.agent.ag_finish(key, None, done.exception() is not None)
         try:
-            self.apply(m, stamp)
+            step = self.apply(m, stamp, send=meta is None)
+            if meta is not None:
+                for sent in step.sent:
+                    autograd = meta if isinstance(sent, ev.RemoteRet) else None
+                    self.emit(sent, self.clock.lamport, autograd=autograd)
         finally:
             # The value is stored once assignOwnerRRef ran (under the lock, nobody sees the
             # difference), so a fetch waiting for it replies after REMOTE_RET, as before.
@@ -149,31 +239,61 @@ class NodeInbox(NodePayload):
 
     def _user_call(self, peer: WorkerId, frame: fr.UserCall) -> None:
         body = frame.body
+        key: Any = None
         try:
             args, kwargs = self.decode_call(body, frame.stamp)
             fn = resolve(body.fn)
         except Exception as err:
+            key = self._ag_request(frame.autograd, None)
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            udf = self.run_udf(lambda: fn(*args, **kwargs), is_async(fn))
+            key = self._ag_request(frame.autograd, (args, kwargs))
+            if isinstance(key, Refused):
+                udf = cf.Future()
+                udf.set_exception(RemoteError("RuntimeError", str(key)))
+            else:
+                udf = self.run_udf(self._ag_guarded(key, lambda: fn(*args, **kwargs)), is_async(fn))
 
         def reply(done: cf.Future[Any]) -> None:
             result = self._result_of(done, peer, allow_rrefs=True)
+            autograd = self._ag_answer(key, done, result)
             self.send_frame(
-                peer, fr.UserReply, stamp=self.clock.lamport, call_id=frame.call_id, result=result
+                peer,
+                fr.UserReply,
+                stamp=self.clock.lamport,
+                call_id=frame.call_id,
+                result=result,
+                autograd=autograd,
             )
 
         self.when_done(udf, reply)
 
+    def _ag_answer(self, key: Any, done: cf.Future[Any], result: fr.Result) -> AutogradMeta | None:
+        """The autograd part of a wrapped request's reply (None for an unwrapped one)."""
+        if key is None:
+            return None
+        if isinstance(key, Refused):
+            return key.meta
+        value = done.result() if result.ok else None
+        meta: AutogradMeta | None = self.agent.ag_finish(key, value, not result.ok)
+        return meta
+
     def _refetch(self, peer: WorkerId, frame: fr.Refetch) -> None:
         r = Gid(*frame.rref)
         box = self.boxes.get(r)
+        key = self._ag_request(frame.autograd, ())
 
         def reply(done: cf.Future[Any]) -> None:
             result = self._result_of(done, peer, allow_rrefs=False)
+            autograd = self._ag_answer(key, done, result)
             self.send_frame(
-                peer, fr.UserReply, stamp=self.clock.lamport, call_id=frame.call_id, result=result
+                peer,
+                fr.UserReply,
+                stamp=self.clock.lamport,
+                call_id=frame.call_id,
+                result=result,
+                autograd=autograd,
             )
 
         if box is None:

@@ -121,9 +121,14 @@ class NodePayload(NodeCore):
         except (ProtocolError, Exception) as err:  # the result is refused, not the link
             return error_result(err)
 
-    def outcome(self, result: fr.Result, stamp: int, target: cf.Future[Any] | None) -> None:
+    def outcome(
+        self, result: fr.Result, stamp: int, target: cf.Future[Any] | None, *decoded: Any
+    ) -> None:
+        """Complete ``target`` with the reply's value (``decoded``: already decoded, once)."""
         if result.ok:
-            value = self.decode(result.value, result.forks, stamp, "result")
+            value = (
+                decoded[0] if decoded else self.decode(result.value, result.forks, stamp, "result")
+            )
             settle(target, value, None)
         else:
             settle(target, None, remote_error(result.error_type, result.error))

@@ -35,6 +35,8 @@ class RpcOptions:
     num_worker_threads: int = 16  # torch's default (TensorPipeRpcBackendOptions)
     codecs: Sequence[Codec] = ()
     trace: Path | None = None  # write this worker's trace (JSON lines) here
+    #: write this worker's distributed autograd trace (protocol ``autograd``) here
+    autograd_trace: Path | None = None
     workload: str = "runtime"  # trace header label; equal on every worker of a run
     #: The worker's event loop: ``"auto"`` takes uvloop when it is installed (the optional
     #: ``fast`` extra), else asyncio's own; ``"asyncio"`` / ``"uvloop"`` insist.

@@ -241,6 +241,7 @@ class Shutdown(Liveness):
         self.node.frozen = True
         await self.transport.close()
         self.sink.close()
+        self.close_autograd_trace()
         me = asyncio.current_task()
         rest = [t for t in asyncio.all_tasks() if t is not me]
         for task in rest:

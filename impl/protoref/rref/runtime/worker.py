@@ -25,6 +25,7 @@ from typing import Any, Self, TypeVar, cast
 from pydantic import JsonValue
 
 from protoref import futures
+from protoref.autograd.payload import TensorCodec as ScalarTensorCodec
 from protoref.futures import outcome
 from protoref.rref.runtime import current
 from protoref.rref.runtime import frames as fr
@@ -72,7 +73,8 @@ class WorkerCore:
             me=name,
             send_frame=self._send_frame,
             run_udf=self._run_udf,
-            codecs=(*options.codecs, TensorCodec()),  # tensors for torch programs unchanged
+            # tensors for torch programs unchanged; protoref's scalars for distributed autograd
+            codecs=(*options.codecs, TensorCodec(), ScalarTensorCodec()),
             rpc_timeout=options.rpc_timeout,
             agent=self,
         )
@@ -156,6 +158,8 @@ class WorkerCore:
             self.ranks[p.name] = p.rank
             if p.name != self.name:
                 self.transport.addresses[p.name] = (p.host, p.port)
+        if o.autograd_trace is not None:
+            self.trace_autograd(o.autograd_trace, [p.rank for p in peers])
         if o.trace is not None:
             self.sink = JsonlSink(o.trace)
             self.sink.header(self.header(tuple(p.name for p in peers), o.workload))
@@ -195,6 +199,13 @@ class WorkerCore:
     def on_frame(self, link: Link, frame: fr.Frame) -> None:
         """Route a frame the transport delivered (agent.Agent)."""
         raise NotImplementedError
+
+    def trace_autograd(self, path: Any, ranks: list[int]) -> None:
+        """Write this worker's distributed autograd trace to ``path`` (autograd_glue)."""
+        raise NotImplementedError
+
+    def close_autograd_trace(self) -> None:
+        """Close this worker's distributed autograd trace, if it writes one (autograd_glue)."""
 
     def on_link_lost(self, peer: str) -> None:
         """A link to ``peer`` broke (liveness.Liveness)."""

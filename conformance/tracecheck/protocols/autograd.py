@@ -1,0 +1,213 @@
+"""The autograd mapping: every event of protoref's autograd traces as a step of
+spec/autograd/DistAutograd.tla.
+
+Parameters are the spec action's, in order, logged under their TLA+ names; ``msg``, ``m``, ``h``
+and ``r`` are whole records (a message, a handler, a recv function), so the logged record must
+be one the spec's state holds. Post-state checks compare the acting worker's slice of each
+variable the action touches. The spec's workers are naturals while a trace's nodes are strings:
+a trace names worker ``w`` ``"w"`` (its decimal rank), and :data:`WORKER` turns the acting node
+back into the spec's worker (TLC's ``ToString``). The global ``handlers`` is sliced to the
+handlers running on the worker. ``net`` and the history ``released`` are not logged: the
+parameters pin every step down, so TLC computes them.
+
+Every constant comes from the header's settings, so a trace says which variant and which
+faults it was produced under (another implementation, or an instrumented torch, may log the
+PyTorch variant); the id budgets ``MaxCtx`` and ``MaxMsg`` are derived from the traces (a
+bound only has to be large enough).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.traces.load import Trace
+
+__all__ = ["AUTOGRAD", "WORKER", "simulate"]
+
+#: The acting worker (a natural) of the event's node (its decimal name).
+WORKER = "(CHOOSE tvW \\in Workers : ToString(tvW) = @)"
+
+#: Per-worker variables, logged under their spec names (``echoWait`` by its spec name too).
+_PER_WORKER = (
+    "nextCtx",
+    "nextMsg",
+    "ctxs",
+    "known",
+    "sends",
+    "recvs",
+    "pending",
+    "detached",
+    "tomb",
+    "alive",
+    "execd",
+    "fired",
+    "grads",
+    "bstate",
+    "outst",
+    "awaiting",
+    "parent",
+    "echoWait",
+)
+#: TLA+ expression of each logged post field: the acting worker's slice after the step.
+_SLICE = {
+    **{v: f"{v}'[{WORKER}]" for v in _PER_WORKER},
+    "handlers": f"{{tvH \\in handlers' : tvH.w = {WORKER}}}",
+    # cur[w] is a function over Threads; logged as the <<t, c>> of the threads with a context
+    "cur": (
+        f"{{<<tvT, cur'[{WORKER}][tvT]>> : "
+        f"tvT \\in {{tvU \\in Threads : cur'[{WORKER}][tvU] # None}}}}"
+    ),
+}
+
+_TASK = ("execd", "fired", "bstate", "outst", "awaiting", "parent", "echoWait")
+_ERASE = (*_TASK, "ctxs", "known", "sends", "recvs", "grads", "tomb")
+_MSG = ("w", "msg")
+_FUTURES = ("pending", "detached", "handlers")
+_FAIL = ("outst", "bstate", "awaiting")
+
+#: event -> (spec parameters in order, logged post-state variables)
+_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "NewContext": (("w", "t"), ("nextCtx", "ctxs", "cur")),
+    "SendMessageWithAutograd": (
+        ("w", "t", "dst", "grad"),
+        ("nextMsg", "sends", "known", "pending"),
+    ),
+    "NestedSendMessageWithAutograd": (
+        ("w", "h", "dst", "grad", "await"),
+        ("nextMsg", "sends", "known", "handlers", "detached"),
+    ),
+    "ReleaseContext": (("w", "t"), (*_ERASE, "cur")),
+    "DistEngineExecute": (("w", "t", "retain"), (*_TASK, "grads")),
+    "RetrieveContext": (("w", "c"), ()),
+    "RetryCleanup": (("m",), ()),
+    "LoseCleanupMsg": (("m",), ()),
+    "Crash": (
+        ("w",),
+        (*_TASK, "alive", "ctxs", "cur", "known", "sends", "recvs", *_FUTURES, "grads"),
+    ),
+    "BackwardError": (("w", "c"), _FAIL),
+    "ProcessForwardAutogradReq": (_MSG, ("ctxs", "recvs", "handlers")),
+    "FinishForwardAutogradReq": (
+        ("w", "h", "respGrad"),
+        ("handlers", "nextMsg", "sends", "known"),
+    ),
+    "DeserializeForwardAutogradResp": (
+        ("w", "msg", "loss"),
+        ("ctxs", "recvs", *_FUTURES),
+    ),
+    "DeserializeResponse": (_MSG, _FUTURES),
+    "PollTimeoutRpcs": (("w", "m"), _FUTURES),
+    "ProcessCleanupAutogradContextReq": (_MSG, _ERASE),
+    "ReleaseOrphanedContext": (("w", "c"), _ERASE),
+    "Discard": (("msg",), ()),
+    "RecvRpcBackwardApply": (("w", "c", "r"), ("fired", "outst")),
+    "ProcessBackwardAutogradReq": (_MSG, (*_TASK, "grads")),
+    "ProcessBackwardAutogradResp": (_MSG, _FAIL),
+    "CleanupBackwardPass": (("w", "c"), ("bstate", "awaiting")),
+    "ProcessBackwardStart": (_MSG, ("execd", "fired", "bstate", "parent", "echoWait")),
+    "ProcessBackwardAck": (_MSG, ("bstate", "echoWait")),
+    "NewContextRefused": (("w", "t"), ()),
+}
+
+#: Who takes each step whose actor is not the worker argument ``w`` (tracecheck.replay.claims):
+#: a cleanup's retry or loss is its sender's; a discarded message is its receiver's agent's,
+#: or its sender's when the receiver is dead (the implementation's state decides).
+_ACTOR = {"RetryCleanup": "m.src", "LoseCleanupMsg": "m.src", "Discard": "msg.dst|msg.src"}
+
+#: Header settings that are spec constants, by the same name.
+_SETTINGS = (
+    "Workers",
+    "Calls",
+    "NestCalls",
+    "FireAndForget",
+    "Variant",
+    "RefAblations",
+    "Watermark",
+    "LateForward",
+    "DupCleanup",
+    "LoseCleanup",
+    "CrashWorkers",
+    "Detect",
+    "RpcTimeout",
+    "Cascade",
+    "KnownOnlyOnGrad",
+    "NestingUnchecked",
+    "BackwardMode",
+    "UnusedSends",
+    "ErrorWorkers",
+    "LateCalls",
+    "UncheckedIds",
+)
+
+
+def _budgets(traces: Sequence[Trace]) -> Mapping[str, str]:
+    """The bounds a batch needs (each only has to be large enough): ``MaxCtx`` and ``MaxMsg``
+    per worker, the most ids of each kind any trace drew (``nextCtx``/``nextMsg`` after a
+    draw; a worker that drew none gets 0); ``Threads``, the application threads any event
+    names; ``MaxNested``, the most nested calls a UDF made; ``MaxPasses``, one more than the
+    backward calls any trace made (so that every logged pass may retain its graph)."""
+    top = {"nextCtx": dict.fromkeys(traces[0].header.nodes, 0)}
+    top["nextMsg"] = dict(top["nextCtx"])
+    threads, nested, passes = 0, 1, 1
+    for trace in traces:
+        calls = 0
+        for event in trace.events:
+            for field, most in top.items():
+                if field in event.post:
+                    most[event.node] = max(most.get(event.node, 0), int(event.post[field]))
+            if "t" in event.args:
+                threads = max(threads, int(event.args["t"]))
+            if event.event == "NestedSendMessageWithAutograd":
+                nested = max(nested, int(event.args["h"]["called"]) + 1)
+            calls += event.event == "DistEngineExecute"
+        passes = max(passes, calls + 1)
+
+    def function(most: dict[str, int]) -> str:
+        return "(" + " @@ ".join(f"{int(w)} :> {n}" for w, n in sorted(most.items())) + ")"
+
+    return {
+        "MaxCtx": function(top["nextCtx"]),
+        "MaxMsg": function(top["nextMsg"]),
+        "Threads": f"0..{threads}",
+        "MaxNested": str(nested),
+        "MaxPasses": str(passes),
+    }
+
+
+AUTOGRAD = ProtocolMap(
+    protocol="autograd",
+    module="DistAutograd",
+    constants={name: f"{{settings[{name}]}}" for name in _SETTINGS},
+    derive=_budgets,
+    event_schema="protoref.autograd.trace:EVENT_ADAPTER",
+    actions=tuple(
+        ActionMap(
+            event=event,
+            params=params,
+            post={v: _SLICE[v] for v in post},
+            actor=_ACTOR.get(event, "w"),
+        )
+        for event, (params, post) in _TABLE.items()
+    ),
+    hidden={},
+)
+
+
+def simulate(seed: int, steps: int, out: Path) -> None:
+    """One seeded random run of protoref's autograd simulator, its trace written to ``out``.
+
+    Three workers, two of them opening contexts, nesting, late forward messages, duplicated
+    cleanups and outputs that miss the loss in every run; every fourth seed worker 0 alone
+    opens contexts and may crash (during a pass, too: a gradient request then meets a dead
+    worker). All runs share one configuration of the spec's constants (worker 0 may crash),
+    so a campaign validates in one batch.
+    """
+    from protoref.autograd.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
+    from protoref.tracing import JsonlSink  # noqa: PLC0415
+
+    crash = seed % 4 == 0
+    config = SimConfig(crash=crash, creators=(0,) if crash else (0, 1))
+    with JsonlSink(str(out)) as sink:  # closed also when a (planted) bug stops the run
+        Simulator(seed, config, sink=sink).run(steps)
