@@ -15,11 +15,41 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found " + sys.version.split()[0] + ")")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=23.2'
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# An editable install of a two-folder layout (impl/, conformance/) goes through setuptools'
+	@# import finder, which prints an information-only "Editable installation" warning; the
+	@# project's own packaging warns about nothing else.
+	PYTHONWARNINGS='ignore:Editable installation' \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
 .PHONY: setup
 setup: $(STAMP) ## create .venv and install the project with its test tools (idempotent)
+
+# System tools the two commands need, found where tracecheck and the tests look for them; a
+# machine without them stops here with the command that installs them (`make deps` runs it).
+APT_DEPS := default-jdk-headless etcd-server
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo )
+DEPS_HINT := run 'make deps', which runs '$(SUDO)apt-get install -y $(APT_DEPS)'
+JAVA_BIN = $(or $(JAVA),$(if $(JAVA_HOME),$(JAVA_HOME)/bin/java),$(shell command -v java))
+JAVAC_BIN = $(or $(if $(JAVA_HOME),$(wildcard $(JAVA_HOME)/bin/javac)),$(shell command -v javac))
+ETCD_BIN = $(or $(PROTOREF_ETCD),$(wildcard /usr/bin/etcd),$(shell command -v etcd))
+
+.PHONY: need-java
+need-java:
+	@test -n "$(JAVA_BIN)" && "$(JAVA_BIN)" -version >/dev/null 2>&1 || { \
+	  echo "TLC needs Java 11+, and none was found (JAVA, JAVA_HOME, PATH): $(DEPS_HINT)" >&2; exit 1; }
+
+.PHONY: need-test-tools
+need-test-tools: need-java
+	@test -n "$(JAVAC_BIN)" || { echo "the tests compile tracecheck's trace reader with javac (a JDK, not a JRE): $(DEPS_HINT)" >&2; exit 1; }
+	@test -n "$(ETCD_BIN)" && test -x "$(ETCD_BIN)" || { \
+	  echo "the etcd store's tests run etcd 3.4+ (PROTOREF_ETCD, /usr/bin/etcd, PATH): $(DEPS_HINT)" >&2; exit 1; }
+
+.PHONY: deps
+deps: ## install the system tools: a JDK (TLC, the trace reader) and etcd (tests), with apt-get
+	@command -v apt-get >/dev/null || { echo "no apt-get: install a JDK 11+ and etcd 3.4+ with your system's package manager" >&2; exit 1; }
+	$(SUDO)apt-get update -qq
+	$(SUDO)env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_DEPS)
 
 TORCH_STAMP := $(VENV)/.torch-stamp
 $(TORCH_STAMP): $(STAMP)
@@ -30,7 +60,7 @@ $(TORCH_STAMP): $(STAMP)
 torch: $(TORCH_STAMP) ## add torch 2.13 (CPU): the torchrun backend's tests run real torchrun agents
 
 .PHONY: check
-check: setup ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)
+check: need-java setup ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
@@ -40,7 +70,7 @@ check: setup ## the main job: every quick TLC model against the manifest, then t
 	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
 
 .PHONY: test
-test: setup torch lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
+test: need-test-tools setup torch lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
 	$(BIN)/pytest
 
 .PHONY: lint

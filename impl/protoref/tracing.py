@@ -78,6 +78,7 @@ __all__ = [
     "SetDelta",
     "TlaSet",
     "Trace",
+    "TraceEnd",
     "TraceEventBase",
     "TraceHeader",
     "TraceSink",
@@ -91,11 +92,15 @@ __all__ = [
     "trusted",
 ]
 
-#: The version this package writes: 3, the per-node sets of a post-state as deltas.
-SCHEMA_VERSION: Final = 3
+#: The version this package writes: 4, version 3 (the per-node sets of a post-state as deltas)
+#: plus what a trace claims about itself (``sent_by`` on a step that takes a message, and the
+#: :class:`TraceEnd` line of a run that finished).
+SCHEMA_VERSION: Final = 4
 #: The versions a reader of this package's traces takes: 2 (every post-state set whole; the
-#: history variables as what a step added) and 3 (2, plus the delta form of a per-node set).
-SUPPORTED_SCHEMA_VERSIONS: Final = (2, 3)
+#: history variables as what a step added), 3 (2, plus the delta form of a per-node set) and 4
+#: (3, plus what a trace claims about itself: a step that takes a message names its send,
+#: ``sent_by``, and a run that finished closes its file with a :class:`TraceEnd` line).
+SUPPORTED_SCHEMA_VERSIONS: Final = (2, 3, 4)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -286,7 +291,7 @@ class TraceHeader(FrozenModel):
 
     kind: Literal["header"] = "header"
     #: :data:`SUPPORTED_SCHEMA_VERSIONS`; written as :data:`SCHEMA_VERSION`.
-    schema_version: Literal[2, 3] = SCHEMA_VERSION
+    schema_version: Literal[2, 3, 4] = SCHEMA_VERSION
     protocol: str
     nodes: tuple[str, ...]
     settings: dict[str, JsonValue] = Field(default_factory=dict)
@@ -294,6 +299,16 @@ class TraceHeader(FrozenModel):
     #: Actors that take logged steps but are no spec node (e.g. ``"clock"`` for a ``Tick``,
     #: an action without an acting node): an event's ``node`` is one of ``nodes`` or of these.
     environment: tuple[str, ...] = ()
+
+
+class TraceEnd(FrozenModel):
+    """The last line of a trace file whose run finished (schema 4): the run ended as it meant
+    to (it was not killed, did not raise, was not cut short), so the checker also requires
+    the spec's quiescence at its last state. ``seqs`` is the last ``seq`` of every node (or
+    environment actor) this file logged, so a lost tail is detected too."""
+
+    kind: Literal["end"] = "end"
+    seqs: dict[str, int]
 
 
 class TraceEventBase(FrozenModel):
@@ -348,6 +363,8 @@ class TraceSink(Protocol):
 
     def emit(self, event: TraceEventBase) -> None: ...
 
+    def end(self, record: TraceEnd) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -361,6 +378,9 @@ class NullSink:
 
     def emit(self, event: TraceEventBase) -> None:
         del event
+
+    def end(self, record: TraceEnd) -> None:
+        del record
 
     def close(self) -> None:
         return None
@@ -378,6 +398,9 @@ class MemorySink:
 
     def emit(self, event: TraceEventBase) -> None:
         self.records.append(event)
+
+    def end(self, record: TraceEnd) -> None:
+        self.records.append(record)
 
     def close(self) -> None:
         return None
@@ -494,6 +517,9 @@ class JsonlSink:
     def emit(self, event: TraceEventBase) -> None:
         self._log.msg(record=event)
 
+    def end(self, record: TraceEnd) -> None:
+        self._log.msg(record=record)
+
     def flush(self) -> None:
         """Write what the buffer holds (the file stays open)."""
         self._lines.flush()
@@ -515,9 +541,12 @@ class JsonlSink:
 class Trace:
     header: TraceHeader
     events: tuple[TraceEventBase, ...]
+    #: The closing line of a run that finished (schema 4), or None.
+    end: TraceEnd | None = None
 
 
 _HEADER: Final = TypeAdapter(TraceHeader)
+_END: Final = TypeAdapter(TraceEnd)
 
 
 def read_trace(lines: Iterable[str], events: TypeAdapter[Any], *, source: str = "<trace>") -> Trace:
@@ -527,12 +556,17 @@ def read_trace(lines: Iterable[str], events: TypeAdapter[Any], *, source: str = 
     """
     header: TraceHeader | None = None
     parsed: list[TraceEventBase] = []
+    end: TraceEnd | None = None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        if end is not None:
+            raise TraceFormatError(source, number, "a line after the end line")
         try:
             if header is None:
                 header = _HEADER.validate_json(line)
+            elif '"kind":"end"' in line.replace(" ", ""):
+                end = _END.validate_json(line)
             else:
                 parsed.append(events.validate_json(line))
         except ValidationError as err:
@@ -541,7 +575,7 @@ def read_trace(lines: Iterable[str], events: TypeAdapter[Any], *, source: str = 
             raise TraceFormatError(source, number, f"{loc}: {first['msg']}") from err
     if header is None:
         raise TraceFormatError(source, 1, "empty trace: no header line")
-    return Trace(header, tuple(parsed))
+    return Trace(header, tuple(parsed), end)
 
 
 def read_trace_file(path: Path | str, events: TypeAdapter[Any]) -> Trace:

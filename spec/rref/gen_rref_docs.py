@@ -89,7 +89,8 @@ class Event:
 def read_trace(path: Path) -> tuple[dict[str, Any], list[Event]]:
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     header, events = lines[0], []
-    for i, line in enumerate(lines[1:], 1):
+    # the events (a finished run's trace ends with its end line, which is no step)
+    for i, line in enumerate((x for x in lines[1:] if x["kind"] == "event"), 1):
         events.append(Event(i, line["node"], line["event"], line["args"], line["post"]))
     return header, events
 

@@ -144,3 +144,34 @@ def test_a_rejected_campaign_run_leaves_its_artefacts_at_the_printed_path(
     assert {"rref-seed2.ndjson", "TraceData.tla", "TraceSpec.tla", "TraceSpec.cfg"} <= names
     assert {"report.txt", "report.json"} <= names
     assert "rref-seed1.ndjson" not in names  # the accepted run is not kept
+
+
+def test_rejected_traces_with_different_constants_each_get_their_verdict(
+    tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue #17: two rejected traces whose constants differ (any two real runs) stopped the
+    # command with "ValueError: its constants differ" while their artefacts were written.
+    bad = [GOOD[0], event("Receive", "b", 1, 2, a=2)]
+    first = _write(tmp_path / "max3.ndjson", [header(maximum=3), *bad])
+    second = _write(tmp_path / "max4.ndjson", [header(maximum=4), *bad])
+    good = _write(tmp_path / "good.ndjson", [header(maximum=5), *GOOD])
+    assert main(["validate", str(first), str(second), str(good), *LEDGER_ARGS]) == 1
+    out = capsys.readouterr().out
+    assert "rejected max3.ndjson: event 2" in out.replace(str(tmp_path) + "/", "")
+    assert "rejected max4.ndjson: event 2" in out.replace(str(tmp_path) + "/", "")
+    assert f"accepted {good} " in out
+    folder = _printed_folder(out)
+    for batch in ("batch-1", "batch-2"):
+        assert {"TraceData.tla", "TraceSpec.tla", "TraceSpec.cfg"} <= {
+            p.name for p in (folder / batch).iterdir()
+        }
+    constants = {(folder / b / "TraceSpec.tla").read_text() for b in ("batch-1", "batch-2")}
+    assert any("TV_Max == 3" in text for text in constants)
+    assert any("TV_Max == 4" in text for text in constants)
+    # each batch's trace spec replays its own trace: TLC stops at the rejected event there too
+    for batch in ("batch-1", "batch-2"):
+        result = run_tlc(
+            folder / batch / "TraceSpec.tla",
+            options=TLCOptions(check_deadlock=False, library=(SPEC_ROOT / "ledger",)),
+        )
+        assert furthest_cursors(result, 1) == [2]

@@ -23,6 +23,8 @@ def test_golden_rref_traces_carry_exactly_what_the_contract_asks() -> None:
     for path in files:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         header, events = lines[0], lines[1:]
+        if events and events[-1]["kind"] == "end":  # the run finished: its end line
+            assert set(events.pop()) == {"kind", "seqs"}, path.name
         assert set(found.settings) <= set(header["settings"]), path.name
         for ev in events:
             wanted = by_event[ev["event"]]
@@ -57,3 +59,23 @@ def test_cli_json_and_unknown_protocol(capsys: pytest.CaptureFixture[str]) -> No
     assert {e["event"] for e in data["events"]} >= {"AddToParticipants", "Tick"}
     assert main(["contract", "nope"]) == 2
     assert "no mapping for protocol 'nope'" in capsys.readouterr().err
+
+
+def test_the_contract_states_what_a_trace_claims_about_itself(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    found = contract_of(load_mapping("rref"))
+    by_event = {e.event: e for e in found.events}
+    assert by_event["RetrySend"].actor == "m.src"
+    assert by_event["WaitAllWorkers"].actor == "env:barrier"
+    assert by_event["DelUser"].actor == "w"
+    assert by_event["AssignOwnerRRef"].receives
+    assert not by_event["Remote"].receives
+    assert found.arg_kinds["m"] == "message"
+    assert "nothing in flight (net = {})" in found.quiescence
+    assert main(["contract", "rref"]) == 0
+    text = capsys.readouterr().out
+    assert "### What a trace claims about itself" in text
+    assert '"sent_by": [sender, its lamport at the send]' in text
+    assert '{"kind": "end", "seqs": {node: last seq, ...}}' in text
+    assert "`RetrySend`, `LoseFirstAttempt`: `args.m.src`" in text

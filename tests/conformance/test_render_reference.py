@@ -308,12 +308,13 @@ def _assert_renders_as_reference(
     assert with_reader.data_file == tracedata.data_file(lines)
     inline = tracespec.render_batch(traces, mapping, compact=compact, variables=variables)
     assert inline.data_module == tracedata.data_module(traces, lines)
+    ends = [1 if t.finished and mapping.quiescence else 0 for t in traces]
     for rendered in (with_reader, inline):
         assert rendered.trace_module == tracespec._trace_module(
-            mapping, constants, len(traces), plan, nodes
+            mapping, constants, len(traces), plan, nodes, end_steps=ends
         )
         assert rendered.sim_module == tracespec._trace_module(
-            mapping, constants, len(traces), plan, nodes, sim_vars=variables
+            mapping, constants, len(traces), plan, nodes, end_steps=ends, sim_vars=variables
         )
 
 
@@ -524,7 +525,9 @@ def test_generated_traces_render_as_the_reference(batch: list[list[str]], compac
     def reference() -> object:
         keys, lines, nodes = _ref_lines(traces, SETS, compact=compact)
         constants = tracedata.constants_for(traces[0], SETS)
-        module = tracespec._trace_module(SETS, constants, len(traces), DeltaPlan(keys=keys), nodes)
+        module = tracespec._trace_module(
+            SETS, constants, len(traces), DeltaPlan(keys=keys), nodes, end_steps=[0] * len(traces)
+        )
         return tracedata.data_file(lines), tracedata.data_module(traces, lines), module
 
     assert _outcome(fast) == _outcome(reference)

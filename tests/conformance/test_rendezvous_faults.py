@@ -174,11 +174,17 @@ def test_correct_runs_are_accepted(checked: tuple[dict[str, Path], ValidationRep
 #: fault -> a phrase the explanation of its rejection must contain.
 EXPLAINED: dict[Fault, str] = {
     Fault.IGNORE_TOKEN: "conjunct 2 is false",
-    Fault.RANK_BY_ARRIVAL: "post.local",
-    Fault.COMPLETE_BELOW_MIN: "not enabled",
-    Fault.FORGET_ROUND_BUMP: "post.local",
+    # only the ranks that differ, not two whole states
+    Fault.RANK_BY_ARRIVAL: (
+        'post.local: .participants: ["10.0.0.11_101_3"]: logged 2, the spec\'s 0'
+    ),
+    # what the spec would have done instead of completing the round
+    Fault.COMPLETE_BELOW_MIN: (
+        'not enabled with the logged parameters; the spec would take Delay (pc = "sleep")'
+    ),
+    Fault.FORGET_ROUND_BUMP: "post.local: .round: logged 0, the spec's 1",
+    Fault.KEEP_DEAD_NODE: ".lastHeartbeats: keys logged but not in the spec's",
     Fault.TORCH_EPILOGUE: "post.local",
-    Fault.KEEP_DEAD_NODE: "post.local",
 }
 
 

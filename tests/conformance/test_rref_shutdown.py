@@ -43,7 +43,8 @@ def _spared_sweep(path: Path) -> int | None:
     held (as last logged) is not deleted. The spec's sweep deletes every confirmed UserRRef."""
     held: dict[str, frozenset[Any]] = {}
     deleted: frozenset[Any] = frozenset()  # deleted only grows: the events log what they add
-    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+    events = [r for r in rows if r["kind"] == "event"]  # (not a finished run's end line)
     # the per-node sets as the checker rebuilds them from their deltas (trace schema 3)
     wholes = resolve([(e["node"], list(e["post"].items())) for e in events])
     for number, (event, whole) in enumerate(zip(events, wholes, strict=True), start=1):

@@ -42,7 +42,9 @@ def reference(trace: Trace, adapter: TypeAdapter[Any]) -> str | None:
     """The check as it was: every event validated whole; the error it raised, as text."""
     for event, line in zip(trace.events, trace.lines, strict=True):
         try:
-            adapter.validate_python(dict(event))
+            # the event as logged: sent_by (schema 4, receives only) only when it was
+            logged = {k: v for k, v in dict(event).items() if k != "sent_by" or v is not None}
+            adapter.validate_python(logged)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"][1:] or first["loc"])
@@ -73,7 +75,10 @@ def simulated(protocol: str, seed: int, steps: int) -> tuple[dict[str, Any], ...
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "t.ndjson"
         load_simulator(protocol)(seed, steps, path)
-        return tuple(json.loads(line) for line in path.read_text().splitlines())
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        # the header and the events (these tests change events; a finished run's end line
+        # names each node's last seq, which no test here changes)
+        return tuple(r for r in rows if r.get("kind") != "end")
 
 
 def lines_of(protocol: str, seed: int = 3, steps: int = 400) -> list[dict[str, Any]]:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tracecheck.runner.results import Progress, Verdict
-from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc, tlc_command
+from tracecheck.runner.tlc import TLCOptions, cores, run_sany, run_tlc, tlc_command
+from tracecheck.runner.toolchain import toolchain
 from tracecheck.tla.values import ModelValue, Record, TLAFunction
 
 
@@ -79,6 +82,53 @@ def test_deadlock_and_its_switch(specs: Path) -> None:
         specs / "Counter.tla", specs / "Counter_deadlock.cfg", TLCOptions(check_deadlock=False)
     )
     assert quiet.verdict is Verdict.SUCCESS
+
+
+def test_cfg_check_deadlock_is_read_and_cut_for_tlc_2_15(specs: Path, tmp_path: Path) -> None:
+    # TLC 2.15 cannot parse CHECK_DEADLOCK: the runner reads it and passes -deadlock instead.
+    text = (specs / "Counter_deadlock.cfg").read_text(encoding="utf-8")
+    for setting, verdict in (("FALSE", Verdict.SUCCESS), ("TRUE", Verdict.DEADLOCK)):
+        cfg = tmp_path / f"Counter_{setting}.cfg"
+        cfg.write_text(text + f"CHECK_DEADLOCK {setting}\n", encoding="utf-8")
+        result = run_tlc(specs / "Counter.tla", cfg)
+        assert result.verdict is verdict, result.summary
+    # an option given wins over the cfg
+    cfg = tmp_path / "Counter_FALSE.cfg"
+    forced = run_tlc(specs / "Counter.tla", cfg, TLCOptions(check_deadlock=True))
+    assert forced.verdict is Verdict.DEADLOCK
+
+
+def test_workers_auto_is_the_number_of_cores(specs: Path, tmp_path: Path) -> None:
+    cmd = tlc_command(specs / "Counter.tla", None, TLCOptions(workers="auto"), tmp_path / "m")
+    assert cmd[cmd.index("-workers") + 1] == str(cores())
+    result = run_tlc(specs / "Counter.tla", specs / "Counter_pass.cfg", TLCOptions(workers="auto"))
+    assert result.verdict is Verdict.SUCCESS, result.summary
+    for bad in (0, -2, "many"):
+        with pytest.raises(ValueError, match="workers is a number from 1 or auto"):
+            TLCOptions(workers=bad)
+
+
+def test_sany_fails_on_garbage_and_on_a_jar_that_is_not_tlc(
+    tmp_path: Path, specs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    garbage = tmp_path / "Garbage.tla"
+    garbage.write_text("garbage\n", encoding="utf-8")
+    result = run_sany(garbage)
+    assert result.verdict is Verdict.PARSE_ERROR
+    assert result.exit_code != 0
+    assert run_sany(tmp_path / "Missing.tla").verdict is Verdict.PARSE_ERROR
+    not_tlc = tmp_path / "not-tlc.jar"
+    not_tlc.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip: a jar without TLA+'s tools
+    monkeypatch.setenv("TLA2TOOLS_JAR", str(not_tlc))
+    toolchain.cache_clear()
+    try:
+        result = run_sany(specs / "Counter.tla")
+        assert result.verdict is Verdict.CRASH
+        assert "not SANY" in result.errors[0].message
+        assert run_tlc(specs / "Counter.tla", specs / "Counter_pass.cfg").verdict is Verdict.CRASH
+    finally:
+        monkeypatch.delenv("TLA2TOOLS_JAR")
+        toolchain.cache_clear()
 
 
 def test_parse_error_has_module_line_and_column(specs: Path) -> None:
@@ -156,7 +206,7 @@ def test_command_line_is_exact(specs: Path, tmp_path: Path) -> None:
         "tlc2.TLC",
         "-tool",
         "-workers",
-        "auto",
+        str(cores()),  # TLC 2.15 takes no "auto": the runner counts the cores
         "-metadir",
         str(tmp_path / "m"),
         "-config",
@@ -199,3 +249,20 @@ def test_jvm_flags_go_before_the_class_and_reach_java(specs: Path, tmp_path: Pat
     assert bad.verdict is Verdict.CRASH  # the JVM refused the flag: it was passed to it
     good = run_tlc(specs / "Counter.tla", specs / "Counter_pass.cfg", options)
     assert good.verdict is Verdict.SUCCESS
+
+
+def test_tlc_output_is_never_kept_unbounded(tmp_path: Path) -> None:
+    # TLC echoes a value it fails on into its error: a 200,000-character one comes back cut.
+    spec = tmp_path / "Echo.tla"
+    spec.write_text(
+        "---- MODULE Echo ----\nEXTENDS TLC\nVARIABLE x\n"
+        f'Init == x = 0 /\\ Assert(FALSE, "{"y" * 200_000}")\nNext == UNCHANGED x\n====\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "Echo.cfg").write_text("INIT Init\nNEXT Next\n", encoding="utf-8")
+    result = run_tlc(spec)
+    assert result.verdict is Verdict.CRASH
+    assert result.errors
+    assert all(len(e.message) < 5000 for e in result.errors)
+    assert len(result.summary) < 600
+    assert "characters cut" in "".join(e.message for e in result.errors)

@@ -14,8 +14,15 @@ from hypothesis import strategies as st
 
 from support.ledger import GOOD, event, header
 from tracecheck.tla.values import Record, TLAFunction, format_value
-from tracecheck.traces.jsonvalue import JsonValueError, from_json, tla_text
-from tracecheck.traces.load import TraceFormatError, load_trace, merge_traces, parse_trace_lines
+from tracecheck.traces.jsonvalue import MAX_STRING, JsonValueError, from_json, tla_text
+from tracecheck.traces.load import (
+    MAX_LINE,
+    TraceFormatError,
+    load_trace,
+    merge_traces,
+    parse_trace_lines,
+    peek_trace,
+)
 
 
 def _write(path: Path, lines: list[object], *, newline: bool = True) -> Path:
@@ -31,6 +38,32 @@ def test_loads_header_and_events(tmp_path: Path) -> None:
     assert trace.lines == (2, 3, 4)
 
 
+V4 = header(schema_version=4)
+
+
+def test_a_finished_run_ends_with_its_last_seqs(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.ndjson", [V4, *GOOD, {"kind": "end", "seqs": {"a": 2, "b": 1}}])
+    trace = load_trace(path)
+    assert trace.finished
+    assert trace.end is not None
+    assert trace.end.seqs == {"a": 2, "b": 1}
+    assert len(trace.events) == 3
+    unfinished = load_trace(_write(tmp_path / "u.ndjson", [V4, *GOOD]))
+    assert not unfinished.finished
+
+
+def test_a_line_too_long_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    huge = GOOD[0] | {"args": {"a": "x" * (MAX_LINE + 10)}}
+    path = _write(tmp_path / "t.ndjson", [header(), huge])
+    with pytest.raises(TraceFormatError, match="characters \\(at most 4,194,304\\)") as caught:
+        load_trace(path)
+    assert caught.value.line == 2
+    assert len(str(caught.value)) < 300  # the line itself is not echoed
+    first = _write(tmp_path / "h.ndjson", [header(seed="y" * (MAX_LINE + 10)), GOOD[0]])
+    with pytest.raises(TraceFormatError, match="a line of more than"):
+        peek_trace(first)
+
+
 @pytest.mark.parametrize(
     ("lines", "where", "problem"),
     [
@@ -38,7 +71,7 @@ def test_loads_header_and_events(tmp_path: Path) -> None:
         ([header()], 1, "header but no events"),
         ([GOOD[0]], 1, "the first line must be the header"),
         ([header(), "{not json"], 2, "bad JSON"),
-        ([header(schema_version=4), GOOD[0]], 1, "schema_version: 4 is not supported"),
+        ([header(schema_version=5), GOOD[0]], 1, "schema_version: 5 is not supported"),
         ([header(schema_version=True), GOOD[0]], 1, "schema_version: True is not supported"),
         ([header(), GOOD[0] | {"event": "lower"}], 2, "field event: String should match"),
         (
@@ -50,6 +83,18 @@ def test_loads_header_and_events(tmp_path: Path) -> None:
         ([header(), GOOD[0] | {"extra": 1}], 2, "field extra: Extra inputs"),
         ([header(), GOOD[0], GOOD[0]], 3, "jumps to 1, expected 2"),
         ([header(), header(), GOOD[0]], 2, "a second header"),
+        # schema 4: the end line and sent_by
+        ([header(), GOOD[0], {"kind": "end", "seqs": {"a": 1}}], 3, "needs schema_version 4"),
+        ([header(), GOOD[0] | {"sent_by": ["a", 1]}], 2, "sent_by: needs schema_version 4"),
+        (
+            [V4, *GOOD, {"kind": "end", "seqs": {"a": 2, "b": 2}}],
+            5,
+            "b: 2 said, 1 read (lost lines?)",
+        ),
+        ([V4, *GOOD, {"kind": "end", "seqs": {"a": 2}}], 5, "nodes logged but not named: ['b']"),
+        ([V4, GOOD[0], {"kind": "end", "seqs": {"a": 1}}, GOOD[1]], 4, "a line after the end"),
+        ([V4, GOOD[0], {"kind": "end"}], 3, "field seqs: Field required"),
+        ([V4, GOOD[0] | {"sent_by": ["a"]}], 2, "field sent_by"),
     ],
 )
 def test_malformed_traces_name_line_and_field(
@@ -182,8 +227,20 @@ def _python_conflates_elements(value: object) -> bool:
 
 @given(_JSON)
 def test_the_fast_renderer_writes_what_the_general_one_writes(value: object) -> None:
+    # (both refuse a string TLA+ cannot hold, with the same error: a control character)
+    try:
+        general = format_value(from_json(value))
+    except JsonValueError as exc:
+        refused = str(exc)
+    else:
+        refused = None
+    if refused is not None:
+        with pytest.raises(JsonValueError) as fast:
+            tla_text(value)
+        assert str(fast.value) == refused
+        return
     assume(not _python_conflates_elements(value))
-    assert tla_text(value) == format_value(from_json(value))
+    assert tla_text(value) == general
 
 
 def test_environment_actors_log_steps_without_being_spec_nodes(tmp_path: Path) -> None:
@@ -209,6 +266,8 @@ def test_the_fast_event_path_builds_what_pydantic_builds(tmp_path: Path) -> None
         load_simulator(protocol)(3, 150, tmp_path / f"{protocol}.ndjson")
         text = (tmp_path / f"{protocol}.ndjson").read_text(encoding="utf-8")
         raws += [orjson.loads(line) for line in text.splitlines()[1:]]
+        if raws[-1].get("kind") == "end":  # a finished run's end line: no event
+            raws.pop()
     for raw in raws:
         assert _plain_event(raw) == _EVENT.validate_python(raw)
     base = dict(GOOD[0])
@@ -229,3 +288,38 @@ def test_the_fast_event_path_builds_what_pydantic_builds(tmp_path: Path) -> None
         assert _plain_event(raw) is None, raw
     bare = {k: v for k, v in base.items() if k not in ("args", "post")}
     assert _plain_event(bare) == _EVENT.validate_python(bare)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("x" * (MAX_STRING + 1), "a string of 65,537 characters (at most 65,536)"),
+        ("a\x00b", "the control character '\\x00'"),
+        ("a\x0bb", "the control character '\\x0b'"),
+    ],
+)
+def test_strings_a_tla_module_cannot_hold_are_refused_with_their_path(
+    value: str, problem: str
+) -> None:
+    for convert in (tla_text, from_json):
+        with pytest.raises(JsonValueError) as caught:
+            convert({"m": {"#set": [value]}}, "args")
+        assert caught.value.path == "args.m.#set[0]"
+        assert problem in caught.value.problem
+        assert len(str(caught.value)) < 300
+    # what TLA+ strings escape passes, and reads back
+    fine = 'tab\t "quote" back\\slash\nnewline'
+    assert from_json(fine) == fine
+    assert tla_text(fine) == format_value(fine)
+
+
+def test_node_names_are_checked_in_the_header(tmp_path: Path) -> None:
+    for nodes, problem in (
+        (["a", ""], "a node name is empty"),
+        (["a", "b\x01"], "control character"),
+        (["a", "n" * 300], "300 characters (at most 256)"),
+    ):
+        path = _write(tmp_path / "t.ndjson", [header(nodes=tuple(nodes)), GOOD[0]])
+        with pytest.raises(TraceFormatError, match="field nodes: a node name is") as caught:
+            load_trace(path)
+        assert problem in str(caught.value)

@@ -39,7 +39,7 @@ def test_wrong_post_state_is_explained_with_the_allowed_value() -> None:
     assert state.state == {"balance": "[a |-> 1, b |-> 0]", "inbox": '{<<"b", 2>>}'}
     (post,) = state.post
     assert (post.field, post.logged, post.possible, post.allowed) == ("balance", "3", False, ["2"])
-    assert "post.balance: logged 3, the spec allows 2" in explanation.summary
+    assert "post.balance: logged 3, the spec's 2" in explanation.summary
 
 
 def test_disabled_action_names_the_false_conjunct() -> None:
@@ -112,7 +112,9 @@ def test_batch_runs_one_tlc_for_many_traces_and_explains_only_rejections() -> No
 
 def test_traces_after_one_the_simulation_cannot_finish_go_to_breadth_first_search() -> None:
     bad = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)], source="bad")
-    late_bad = trace([GOOD[0], GOOD[1], GOOD[1] | {"seq": 3}, GOOD[2]], source="late-bad")
+    late_bad = trace(
+        [GOOD[0], GOOD[1], GOOD[1] | {"seq": 3, "lamport": 3}, GOOD[2]], source="late-bad"
+    )
     traces = [trace(GOOD, source="good1"), bad, trace(GOOD, source="good2"), late_bad]
     report = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
     assert [v.accepted for v in report.verdicts] == [True, False, True, False]
@@ -329,7 +331,9 @@ def test_chunks_keep_order_cover_every_trace_and_follow_their_shares() -> None:
 
 def test_a_batch_cut_into_chunks_gets_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     bad = trace([GOOD[0], event("Receive", "b", 1, 2, a=2)], source="bad")
-    late_bad = trace([GOOD[0], GOOD[1], GOOD[1] | {"seq": 3}, GOOD[2]], source="late-bad")
+    late_bad = trace(
+        [GOOD[0], GOOD[1], GOOD[1] | {"seq": 3, "lamport": 3}, GOOD[2]], source="late-bad"
+    )
     traces = [trace(GOOD, source=f"good{i}") for i in range(4)] + [bad, late_bad]
     whole = validate_traces(traces, LEDGER, SPEC_ROOT, explain=False)
     monkeypatch.setattr(batches, "CHUNK_EVENTS", 6)  # three chunks, the middle one larger
@@ -388,9 +392,9 @@ def test_peek_reads_the_header_as_the_loader_does(tmp_path: Path) -> None:
     peek = peek_trace(path)
     assert peek.header == load_trace(path).header
     assert peek.lines == len(GOOD)
-    wrong = tmp_path / "v4.ndjson"
-    wrong.write_text(json.dumps(header(schema_version=4)) + "\n", encoding="utf-8")
-    with pytest.raises(TraceFormatError, match="schema_version: 4 is not supported"):
+    wrong = tmp_path / "v5.ndjson"
+    wrong.write_text(json.dumps(header(schema_version=5)) + "\n", encoding="utf-8")
+    with pytest.raises(TraceFormatError, match="schema_version: 5 is not supported"):
         peek_trace(wrong)
     with pytest.raises(TraceFormatError, match="cannot read"):
         peek_trace(tmp_path / "missing.ndjson")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from protoref.rref.runtime import bench
 from protoref.rref.runtime.bench import END, START, BenchResult, run_ours, table, write_marked
 
 
@@ -43,3 +46,22 @@ def test_the_ratio_is_the_median_over_alternating_pairs() -> None:
     ]
     block = table(pairs)
     assert "2.00x, 4.00x, 3.00x; median **3.00x** (outside the 2x goal)" in block
+
+
+def test_a_failed_run_is_not_written_into_the_docs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "performance.md"
+    out.write_text("previous figures\n", encoding="utf-8")
+    ours = BenchResult("ours", 10, 0.5)
+    stalled = BenchResult("torch", 10, None, f"{bench.NOT_MEASURED}the torch run exceeded 9 s")
+    monkeypatch.setattr(bench, "run_ours", lambda rounds, warmup: ours)
+    monkeypatch.setattr(bench, "run_torch", lambda rounds, warmup: stalled)
+    argv = ["--repeat", "1", "--out", str(out)]
+    assert bench.main(argv) == 1
+    assert out.read_text(encoding="utf-8") == "previous figures\n"
+    # torch not installed is a skip, not a failure: the block says so
+    skipped = BenchResult("torch", 10, None, "skipped: torch is not installed (x)")
+    monkeypatch.setattr(bench, "run_torch", lambda rounds, warmup: skipped)
+    assert bench.main(argv) == 0
+    assert START in out.read_text(encoding="utf-8")

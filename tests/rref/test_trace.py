@@ -33,9 +33,11 @@ from protoref.rref.trace import (
 )
 from protoref.rref.trace.encoder import _ATOMS
 from protoref.tracing import (
+    SCHEMA_VERSION,
     JsonlSink,
     MemorySink,
     SetDelta,
+    TraceEnd,
     TraceEventBase,
     TraceHeader,
     encode_line,
@@ -86,11 +88,18 @@ def _all_events_run() -> MemorySink:
     return sink
 
 
+def _event_lines(lines: list[str]) -> list[str]:
+    """A trace's event lines: after the header, without the end line of a finished run."""
+    return [line for line in lines[1:] if json.loads(line)["kind"] == "event"]
+
+
 def test_every_line_round_trips() -> None:
     sink = _all_events_run()
     lines = sink.lines()
     assert TraceHeader.model_validate_json(lines[0]) == sink.records[0]
-    for line, record in zip(lines[1:], sink.records[1:], strict=True):
+    # the run finished: its last line is the end line (schema 4), the last seq of each actor
+    assert TraceEnd.model_validate_json(lines[-1]) == sink.records[-1]
+    for line, record in zip(lines[1:-1], sink.records[1:-1], strict=True):
         event = EVENT_ADAPTER.validate_json(line)
         assert event == record
         assert json.loads(event.model_dump_json(by_alias=True)) == json.loads(line)
@@ -125,7 +134,7 @@ def test_jsonl_sink_file_parses_back(tmp_path: Path) -> None:
 
 def test_post_uses_tla_variable_names() -> None:
     sink = _all_events_run()
-    keys = {k for r in sink.lines()[1:] for k in json.loads(r)["post"]}
+    keys = {k for r in _event_lines(sink.lines()) for k in json.loads(r)["post"]}
     # Spec variable names, `<name>Added` for what a step added to a variable that only grows,
     # and `delivered`: the message a handler took (net \ net').
     assert keys <= {
@@ -138,7 +147,7 @@ def test_post_uses_tla_variable_names() -> None:
 
 def test_handlers_log_the_message_they_took() -> None:
     sink = _all_events_run()
-    for line in sink.lines()[1:]:
+    for line in _event_lines(sink.lines()):
         event = json.loads(line)
         if "delivered" in event["post"]:
             (message,) = event["post"]["delivered"]["#set"]
@@ -172,7 +181,7 @@ def test_logged_sets_are_in_the_contract_order() -> None:
     for seed in range(12):
         sink = MemorySink()
         Simulator(seed, SimConfig(shutdown=True, workers=4), sink).run(300)
-        for line in sink.lines()[1:]:
+        for line in _event_lines(sink.lines()):
             for value in json.loads(line)["post"].values():
                 if isinstance(value, dict):
                     for side in ("#set", "#add", "#del"):
@@ -284,9 +293,9 @@ def test_deltas_resolve_to_the_whole_slices(tmp_path: Path, config: SimConfig) -
         memory.sim.run(200)
         lines = path.read_text(encoding="utf-8").splitlines()
         assert lines == memory.lines(), seed
-        assert json.loads(lines[0])["schema_version"] == 3
+        assert json.loads(lines[0])["schema_version"] == SCHEMA_VERSION
         slices: dict[tuple[str, str], set[Any]] = {}
-        for line, ctx in zip(lines[1:], memory.contexts, strict=True):
+        for line, ctx in zip(_event_lines(lines), memory.contexts, strict=True):
             event = json.loads(line)
             for key, value in event["post"].items():
                 if key not in DELTA_KEYS:

@@ -95,22 +95,25 @@ def test_read_trace_names_the_bad_line() -> None:
     with pytest.raises(TraceFormatError, match="empty trace"):
         read_trace([], EVENT_ADAPTER)
     with pytest.raises(TraceFormatError, match="schema_version"):
-        read_trace([header.replace('"schema_version":3', '"schema_version":4')], EVENT_ADAPTER)
+        read_trace(
+            [header.replace(f'"schema_version":{SCHEMA_VERSION}', '"schema_version":5')],
+            EVENT_ADAPTER,
+        )
 
 
 def test_header_versions() -> None:
     # Written: the current version; read: every supported one, nothing else.
     header = TraceHeader(protocol="rref", nodes=("w0",), seed=1)
-    assert header.schema_version == SCHEMA_VERSION == 3
-    assert SUPPORTED_SCHEMA_VERSIONS == (2, 3)
+    assert header.schema_version == SCHEMA_VERSION == 4
+    assert SUPPORTED_SCHEMA_VERSIONS == (2, 3, 4)
     line = header.model_dump_json()
     for version in SUPPORTED_SCHEMA_VERSIONS:
-        old = line.replace('"schema_version":3', f'"schema_version":{version}')
+        old = line.replace('"schema_version":4', f'"schema_version":{version}')
         assert read_trace([old], EVENT_ADAPTER).header.schema_version == version
-    for version in (1, 4):
+    for version in (1, 5):
         with pytest.raises(TraceFormatError, match="schema_version"):
             read_trace(
-                [line.replace('"schema_version":3', f'"schema_version":{version}')], EVENT_ADAPTER
+                [line.replace('"schema_version":4', f'"schema_version":{version}')], EVENT_ADAPTER
             )
 
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tracecheck.campaigns.tvbench import TV_END, TV_START
+from tracecheck.replay.tlcrun import CheckerError
 from tracecheck.runner.manifest import Manifest, ModelCheck, run_model
 from tracecheck.runner.tlc import ProgressCallback
 
@@ -101,7 +102,17 @@ def trace_validation_table(
     one batch run against one TLC run per trace, the same traces, in one invocation."""
     from tracecheck.campaigns.tvbench import measure, tv_block  # noqa: PLC0415 - only the benchmark
 
-    return tv_block(measure(spec_root, runs, steps, long_steps, singles=singles))
+    figures = measure(spec_root, runs, steps, long_steps, singles=singles)
+    rows = [*figures.long, figures.batch, figures.singles]
+    rows += [row for pair in figures.variants for row in pair]
+    rejected = [row.label for row in rows if row is not None and not row.accepted]
+    if rejected:
+        # a benchmark never writes a failed run into the docs
+        raise CheckerError(
+            "trace validation rejected traces of the correct implementation "
+            f"({', '.join(rejected)}); the figures are not written"
+        )
+    return tv_block(figures)
 
 
 def write_marked(path: Path, block: str, start: str, end: str) -> None:

@@ -22,7 +22,6 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from protoref.tracing import SCHEMA_VERSION
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
 from tracecheck.protocols.mapping import NODE, ProtocolMap
@@ -52,6 +51,9 @@ SIM_SETTINGS: dict[str, Any] = {
     "Links": {"#set": [[a, b] for a in ("w1", "w2", "w3") for b in ("w1", "w2", "w3") if a != b]},
 }
 WORKERS = ("w1", "w2", "w3")
+
+#: The trace schema these traces are written in (see behaviour_to_lines).
+SCHEMA_3 = 3
 
 
 class SimTraceError(TracecheckError):
@@ -130,7 +132,10 @@ def behaviour_to_lines(
     """The JSON lines of the trace of one simulated behaviour (header first)."""
     header = {
         "kind": "header",
-        "schema_version": SCHEMA_VERSION,
+        # 3: a behaviour of TLC's says which step took a message, not which step sent it,
+        # so these traces make none of schema 4's claims (sent_by; and no end line: the
+        # simulation is cut at a depth, not finished)
+        "schema_version": SCHEMA_3,
         "protocol": mapping.protocol,
         "nodes": list(WORKERS),
         "settings": SIM_SETTINGS,

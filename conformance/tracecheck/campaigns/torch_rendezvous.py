@@ -213,8 +213,7 @@ def _reference_verdicts(done: Sequence[Any], folder: Path, spec_root: Path) -> d
         if v.accepted or v.rejection is None:
             out[source] = "accepted"
             continue
-        e = v.rejection.event
-        out[source] = f"rejected at event {v.rejection.index} ({e.event} by {e.node})"
+        out[source] = f"rejected at {v.rejection.what()}"
     return out
 
 
@@ -241,7 +240,7 @@ def _verdict(
         return made("failed", "; ".join(run.problems))
     if not v.accepted:
         at = v.rejection
-        where = f"event {at.index} ({at.event.event} by {at.event.node})" if at else "?"
+        where = at.what() if at else "?"
         return made("failed", f"rejected at {where}")
     broken = set() if w is None or w.clean else {n for b in w.breaches for n in b.invariants}
     if broken:

@@ -7,14 +7,19 @@ found a violation or error (``tlc``, ``sany``); 2 bad usage, a bad manifest, or 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
-from rich.console import Console
 from rich.markup import escape
 
 from tracecheck.cli import models, tlc, validation
+from tracecheck.cli.common import make_console, spec_root_of
 from tracecheck.errors import TracecheckError
+from tracecheck.runner.tlc import resume, stop_all
 
 # The docstring above is the --help description. One module per command group: models (check,
 # docs, bench), tlc (tlc, sany), validation (validate, campaign, simtraces, contract); common
@@ -33,13 +38,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, extra = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
     args.extra = extra
-    console = Console(highlight=False, soft_wrap=True)
+    console = make_console()
     try:
-        code: int = args.func(args, console)
+        with _stopping_tlc_on_signals():
+            spec_root_of(args)
+            code: int = args.func(args, console)
+    except _Signalled as exc:
+        make_console(stderr=True).print(
+            f"[bold red]stopped by {signal.Signals(exc.signum).name}[/]: TLC killed, "
+            "temporary folders removed"
+        )
+        return 128 + exc.signum
     except TracecheckError as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+        make_console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}")
         return 2
+    except BrokenPipeError:  # `tracecheck ... | head`: the reader has what it wanted
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115, PTH123 - for the exit's flush
+        return 1
     return code
+
+
+class _Signalled(BaseException):
+    """SIGINT or SIGTERM arrived: raised where the main thread was, after TLC was killed, so
+    that every ``finally`` on the way out (temporary folders, thread pools) runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopping_tlc_on_signals() -> Iterator[None]:
+    """On SIGINT or SIGTERM: kill every running TLC (its process group: TLC runs in its own
+    session, so a terminal's Ctrl-C does not reach it) and refuse to start more, then unwind.
+    Thread pools wait for their TLC threads on the way out, which end once TLC is dead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (signal handlers belong to the main thread)
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        stop_all()
+        raise _Signalled(signum)
+
+    saved = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        resume()
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,17 @@ from tracecheck.campaigns.bench import (
     write_block,
     write_marked,
 )
-from tracecheck.cli.common import DEFAULT_SPEC_ROOT, got, live_progress, num, parse_workers
+from tracecheck.cli.common import (
+    SPEC_ROOT_HELP,
+    got,
+    live_progress,
+    num,
+    parse_workers,
+    positive,
+    positive_float,
+)
+from tracecheck.errors import TracecheckError
+from tracecheck.runner.distributed import Distribution
 from tracecheck.runner.manifest import (
     ModelCheck,
     load_manifest,
@@ -38,7 +49,7 @@ __all__ = ["add_bench", "add_check", "add_docs"]
 
 def add_check(sub: Any) -> None:
     check = sub.add_parser("check", help="run the manifest's models and compare TLC's verdicts")
-    check.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    check.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     check.add_argument("--protocol", action="append", help="only this protocol (repeatable)")
     check.add_argument("--model", action="append", help="only this model (repeatable)")
     check.add_argument(
@@ -49,10 +60,45 @@ def add_check(sub: Any) -> None:
         help="which models to run (default: quick; --model ignores it)",
     )
     check.add_argument("--workers", help="override the manifest's workers (a number or auto)")
-    check.add_argument("--timeout", type=float, help="seconds per model before TLC is killed")
+    check.add_argument(
+        "--timeout", type=positive_float, help="seconds per model before TLC is killed"
+    )
     check.add_argument("--record", action="store_true", help="write the figures back")
     check.add_argument("--list", action="store_true", help="list the selected models, run none")
     check.add_argument("--json", action="store_true", help="print results as JSON")
+    dist = check.add_argument_group(
+        "distributed TLC (tlc2.tool.distributed: a TLCServer and TLCWorkers; models with "
+        "temporal properties run locally, which TLC 2.15's distributed mode does not check)"
+    )
+    dist.add_argument(
+        "--distributed",
+        type=positive("--distributed", least=0),
+        metavar="N",
+        help="run each model on a TLCServer with N TLCWorkers on this machine (0: only workers "
+        "that join from other hosts, with the command printed)",
+    )
+    dist.add_argument(
+        "--worker-threads",
+        type=positive("--worker-threads"),
+        help="threads per local worker (default: every core)",
+    )
+    dist.add_argument(
+        "--port",
+        type=positive("--port", least=0),
+        default=0,
+        help="the server's RMI registry port (default: a free one)",
+    )
+    dist.add_argument(
+        "--host",
+        help="the address other hosts reach this server at (default: loopback only, every "
+        "worker on this machine)",
+    )
+    dist.add_argument(
+        "--join-timeout",
+        type=positive_float,
+        default=600.0,
+        help="seconds to wait for the first worker (default 600)",
+    )
     check.set_defaults(func=_cmd_check)
 
 
@@ -60,17 +106,22 @@ def add_bench(sub: Any) -> None:
     bench = sub.add_parser(
         "bench", help="run the deep models with the TLC ceiling; write docs/performance.md"
     )
-    bench.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    bench.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     bench.add_argument("--workers", default="auto", help="a number or auto (default auto)")
-    bench.add_argument("--out", type=Path, default=Path("docs/performance.md"))
+    bench.add_argument("--out", type=Path, help="default: docs/performance.md beside the spec root")
     bench.add_argument("--model", action="append", help="only these models (and the ceiling)")
     bench.add_argument(
-        "--tv-runs", type=int, default=100, help="RRef traces for the trace-validation figures"
+        "--tv-runs",
+        type=positive("--tv-runs", least=0),
+        default=100,
+        help="RRef traces for the trace-validation figures (0: none)",
     )
-    bench.add_argument("--tv-steps", type=int, default=1440, help="workload steps per trace")
+    bench.add_argument(
+        "--tv-steps", type=positive("--tv-steps"), default=1440, help="workload steps per trace"
+    )
     bench.add_argument(
         "--tv-long-steps",
-        type=int,
+        type=positive("--tv-long-steps"),
         default=100_000,
         help="steps of the long trace (about 100,400 events)",
     )
@@ -79,8 +130,8 @@ def add_bench(sub: Any) -> None:
 
 def add_docs(sub: Any) -> None:
     docs = sub.add_parser("docs", help="write docs/models.md: the manifest as tables")
-    docs.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
-    docs.add_argument("--out", type=Path, default=Path("docs/models.md"))
+    docs.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
+    docs.add_argument("--out", type=Path, help="default: docs/models.md beside the spec root")
     docs.set_defaults(func=_cmd_docs)
 
 
@@ -95,14 +146,28 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
         console.print("[yellow]no models selected[/]")
         return 1
     toolchain()  # fail early, with the install hint, before any progress display
+    distribution = _distribution(args)
     checks: list[ModelCheck] = []
     for protocol, entry in selected:
+
+        def ready(cmd: list[str]) -> None:
+            if args.json:
+                return
+            where = (
+                "a worker on another host joins with"
+                if args.host
+                else "(loopback only; with --host ADDRESS, workers on other hosts join with)"
+            )
+            console.print(f"[dim]TLC server ready; {where}: {escape(shlex.join(cmd))}[/]")
+
         with live_progress(console, f"{protocol}/{entry.name}") as on_progress:
             check = run_model(
                 manifest,
                 protocol,
                 entry,
                 on_progress,
+                distribution=distribution,
+                on_ready=ready,
                 workers=parse_workers(args.workers),
                 timeout=args.timeout,
             )
@@ -110,7 +175,8 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
         if not args.json:
             _print_check_line(console, check)
     if args.json:
-        print(json.dumps([c.model_dump(mode="json") for c in checks], indent=2))
+        # the manifest's own field names ("class", not the Python attribute)
+        print(json.dumps([c.model_dump(mode="json", by_alias=True) for c in checks], indent=2))
     else:
         console.print(_check_table(checks))
     if args.record:
@@ -121,6 +187,20 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
         verdict = "[green]all as expected[/]" if not failed else f"[red]{len(failed)} differ[/]"
         console.print(f"{len(checks)} models: {verdict}")
     return 1 if failed else 0
+
+
+def _distribution(args: argparse.Namespace) -> Distribution | None:
+    if args.distributed is None:
+        return None
+    if args.distributed == 0 and args.host is None:
+        raise TracecheckError("--distributed 0 waits for workers from other hosts: give --host")
+    return Distribution(
+        workers=args.distributed,
+        worker_threads=args.worker_threads,
+        port=args.port,
+        host=args.host,
+        join_timeout=args.join_timeout,
+    )
 
 
 def _expected(entry: object) -> str:
@@ -137,14 +217,19 @@ def _print_check_line(console: Console, check: ModelCheck) -> None:
         line += f"  [red]({escape(check.problem)})[/]"
     if check.drift:
         line += f"  [yellow]drift: {', '.join(check.drift)}[/]"
+    if check.mode:
+        line += f"  [dim]({escape(check.mode)})[/]"
     console.print(line)
 
 
 def _check_table(checks: list[ModelCheck]) -> Table:
     table = Table(title="TLC models against the manifest")
     for column in ("protocol", "model", "class", "expected", "got", "distinct", "depth", "s"):
+        # fold, not "…": a narrow terminal wraps a model's name instead of cutting it
         table.add_column(
-            column, justify="right" if column in {"distinct", "depth", "s"} else "left"
+            column,
+            justify="right" if column in {"distinct", "depth", "s"} else "left",
+            overflow="fold",
         )
     table.add_column("")
     for c in checks:
@@ -163,7 +248,16 @@ def _check_table(checks: list[ModelCheck]) -> Table:
     return table
 
 
+def _docs_file(args: argparse.Namespace, name: str) -> Path:
+    """``--out``, or the checkout's ``docs/<name>`` (beside its ``spec/``), from any folder."""
+    out: Path = args.out or args.spec_root.resolve().parent / "docs" / name
+    if not out.parent.is_dir():
+        raise TracecheckError(f"no folder {out.parent} for {out.name}; pass --out")
+    return out
+
+
 def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
+    args.out = _docs_file(args, "performance.md")
     manifest = load_manifest(args.spec_root)
     toolchain()
     workers = parse_workers(args.workers)
@@ -171,18 +265,27 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
         checks = run_bench(
             manifest, workers, on_progress, lambda c: _print_check_line(console, c), args.model
         )
-    block = bench_table(checks, workers)
-    write_block(args.out, block)
+    console.print(_check_table(checks))
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        # A benchmark never writes a failed run into the docs: the previous figures stay.
+        names = ", ".join(f"{c.protocol}/{c.entry.name}" for c in failed)
+        console.print(
+            f"[red]{len(failed)} model(s) not as expected ({names}): {args.out} unchanged[/]"
+        )
+        return 1
+    write_block(args.out, bench_table(checks, workers))
+    console.print(f"wrote the models' table into {args.out}")
     if args.tv_runs:
         console.print(f"trace validation: {args.tv_runs} RRef traces, batch vs one run each")
         tv = trace_validation_table(args.spec_root, args.tv_runs, args.tv_steps, args.tv_long_steps)
         write_marked(args.out, tv, TV_START, TV_END)
-    console.print(_check_table(checks))
-    console.print(f"wrote the table into {args.out}")
-    return 0 if all(c.ok for c in checks) else 1
+        console.print(f"wrote the trace-validation table into {args.out}")
+    return 0
 
 
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:
+    args.out = _docs_file(args, "models.md")
     manifest = load_manifest(args.spec_root)
     text = models_markdown(manifest) + teeth_markdown(manifest)
     args.out.write_text(text, encoding="utf-8")

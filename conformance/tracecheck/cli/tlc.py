@@ -12,8 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from tracecheck.cli.common import got, live_progress, num, parse_workers
+from tracecheck.cli.common import got, live_progress, num, parse_workers, positive, positive_float
 from tracecheck.errors import TracecheckError
+from tracecheck.runner.manifest import MANIFEST_NAME, entry_for
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc, tlc_command
 from tracecheck.tla.values import format_value
@@ -25,14 +26,29 @@ def add_tlc(sub: Any) -> None:
     tlc = sub.add_parser("tlc", help="model-check one spec ad hoc, with live progress")
     tlc.add_argument("spec", type=Path, help="the .tla module to check")
     tlc.add_argument("--config", type=Path, help="the .cfg (default: the module's name)")
-    tlc.add_argument("--workers", default="1", help="a number or auto (default 1)")
-    tlc.add_argument("--timeout", type=float)
+    tlc.add_argument(
+        "--workers", help="a number or auto (default: the manifest's for this model, else 1)"
+    )
+    tlc.add_argument("--timeout", type=positive_float, help="seconds before TLC is killed")
     tlc.add_argument("--heap", help="JVM heap, e.g. 4g")
     tlc.add_argument("--simulate", action="store_true", help="random simulation, not BFS")
-    tlc.add_argument("--depth", type=int, help="simulation: behaviour length")
-    tlc.add_argument("--traces", type=int, help="simulation: number of behaviours")
+    tlc.add_argument("--depth", type=positive("--depth"), help="simulation: behaviour length")
+    tlc.add_argument("--traces", type=positive("--traces"), help="simulation: number of behaviours")
     tlc.add_argument("--seed", type=int)
-    tlc.add_argument("--no-deadlock", action="store_true", help="do not report deadlocks")
+    tlc.add_argument(
+        "--deadlock",
+        dest="deadlock",
+        action="store_true",
+        default=None,
+        help="report states without successors as deadlocks",
+    )
+    tlc.add_argument(
+        "--no-deadlock",
+        dest="deadlock",
+        action="store_false",
+        help="do not report deadlocks (default: as the manifest's entry for this module and "
+        "cfg says, else the cfg's CHECK_DEADLOCK, else on)",
+    )
     tlc.add_argument("--library", type=Path, action="append", default=[])
     tlc.add_argument("--dry-run", action="store_true", help="print the command, run nothing")
     tlc.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -48,20 +64,39 @@ def add_sany(sub: Any) -> None:
 
 
 def _cmd_tlc(args: argparse.Namespace, console: Console) -> int:
+    if not args.spec.is_file():
+        raise TracecheckError(f"no such module: {args.spec}")
+    if args.config is not None and not args.config.is_file():
+        raise TracecheckError(f"no such cfg: {args.config}")
+    # A model of the manifest runs as `tracecheck check` runs it: its deadlock setting, its
+    # workers and spec/common; flags given here win.
+    entry = entry_for(args.spec, args.config)
+    workers = parse_workers(args.workers) or (entry.workers if entry else 1)
+    deadlock: bool | None = args.deadlock
+    if deadlock is None and entry is not None:
+        deadlock = entry.check_deadlock
+    library = [p.resolve() for p in args.library]
+    common = args.spec.resolve().parent.parent / "common"
+    if entry is not None and common.is_dir() and common not in library:
+        library.append(common)
     options = TLCOptions(
-        workers=parse_workers(args.workers) or 1,
+        workers=workers,
         timeout=args.timeout,
         heap=args.heap,
         simulate=args.simulate,
         depth=args.depth,
         traces=args.traces,
         seed=args.seed,
-        check_deadlock=not args.no_deadlock,
-        library=tuple(p.resolve() for p in args.library),
+        check_deadlock=deadlock,
+        library=tuple(library),
         extra=tuple(args.extra),
     )
-    if not args.spec.is_file():
-        raise TracecheckError(f"no such module: {args.spec}")
+    if entry is not None and not args.json:
+        console.print(
+            f"[dim]{escape(entry.name)} of {escape(str(args.spec.parent / MANIFEST_NAME))}: "
+            f"deadlock checking {'on' if options.check_deadlock is not False else 'off'}, "
+            f"{options.worker_count} worker(s)[/]"
+        )
     if args.dry_run:
         metadir = Path(tempfile.gettempdir()) / "tlc-meta-XXXX"
         cmd = tlc_command(
@@ -82,11 +117,11 @@ def _cmd_sany(args: argparse.Namespace, console: Console) -> int:
     if not args.spec.is_file():
         raise TracecheckError(f"no such module: {args.spec}")
     result = run_sany(args.spec)
-    _report(console, result, as_json=args.json)
+    _report(console, result, as_json=args.json, figures=False)
     return 0 if result.verdict is Verdict.SUCCESS else 1
 
 
-def _report(console: Console, result: TLCResult, *, as_json: bool) -> None:
+def _report(console: Console, result: TLCResult, *, as_json: bool, figures: bool = True) -> None:
     if as_json:
         print(result.model_dump_json(indent=2))
         return
@@ -102,6 +137,8 @@ def _report(console: Console, result: TLCResult, *, as_json: bool) -> None:
                 console.print(f"    {name} = {escape(format_value(value))}", soft_wrap=True)
         if result.counterexample.loops_to is not None:
             console.print(f"[bold]back to state {result.counterexample.loops_to}[/]")
+    if not figures:
+        return
     stats = result.stats
     console.print(
         f"{num(stats.generated)} generated, {num(stats.distinct)} distinct, depth "

@@ -11,9 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 
 from tracecheck.campaigns.campaign import keep_campaign, run_campaign
-from tracecheck.cli.common import ARTIFACTS_HELP, DEFAULT_SPEC_ROOT
+from tracecheck.cli.common import ARTIFACTS_HELP, SPEC_ROOT_HELP, positive
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.artifacts import keep_failures
@@ -32,7 +33,7 @@ def add_validate(sub: Any) -> None:
         "validate", help="check implementation traces against their protocol's spec with TLC"
     )
     validate.add_argument("traces", type=Path, nargs="+", help="trace files (JSON lines)")
-    validate.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    validate.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     validate.add_argument(
         "--mapping", help="a protocol name or module:NAME of a ProtocolMap (default: header's)"
     )
@@ -40,6 +41,12 @@ def add_validate(sub: Any) -> None:
         "--merge", action="store_true", help="the files are per-process logs of one run"
     )
     validate.add_argument("--no-explain", action="store_true", help="skip the explain pass")
+    validate.add_argument(
+        "--explain",
+        type=positive("--explain", least=0),
+        metavar="N",
+        help="explain only the first N rejections (default: every one)",
+    )
     validate.add_argument(
         "--invariants",
         action="store_true",
@@ -55,15 +62,25 @@ def add_campaign(sub: Any) -> None:
         "campaign", help="simulate N seeded runs of an implementation and validate every trace"
     )
     campaign.add_argument("protocol", help="e.g. rref")
-    campaign.add_argument("--runs", type=int, default=20)
+    campaign.add_argument("--runs", type=positive("--runs"), default=20)
     campaign.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
-    campaign.add_argument("--steps", type=int, default=150, help="workload steps per run")
-    campaign.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    campaign.add_argument(
+        "--steps", type=positive("--steps"), default=150, help="workload steps per run"
+    )
+    campaign.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     campaign.add_argument("--out", type=Path, help="keep the traces in this folder")
     campaign.add_argument(
         "--invariants",
         action="store_true",
         help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+    )
+    campaign.add_argument("--no-explain", action="store_true", help="explain no rejection")
+    campaign.add_argument(
+        "--explain",
+        type=positive("--explain", least=0),
+        default=3,
+        metavar="N",
+        help="explain the first N rejections (default 3; each is one more TLC run)",
     )
     campaign.add_argument("--json", action="store_true")
     campaign.add_argument("--artifacts", type=Path, help=ARTIFACTS_HELP)
@@ -74,10 +91,14 @@ def add_simtraces(sub: Any) -> None:
     sim = sub.add_parser(
         "simtraces", help="write traces of TLC's random simulation of RRef and validate them"
     )
-    sim.add_argument("--runs", type=int, default=5, help="behaviours, one TLC run each")
+    sim.add_argument(
+        "--runs", type=positive("--runs"), default=5, help="behaviours, one TLC run each"
+    )
     sim.add_argument("--seed", type=int, default=1, help="TLC's seed of the first run")
-    sim.add_argument("--depth", type=int, default=40, help="events per behaviour (at most)")
-    sim.add_argument("--spec-root", type=Path, default=DEFAULT_SPEC_ROOT)
+    sim.add_argument(
+        "--depth", type=positive("--depth"), default=40, help="events per behaviour (at most)"
+    )
+    sim.add_argument("--spec-root", type=Path, help=SPEC_ROOT_HELP)
     sim.add_argument("--out", type=Path, required=True, help="folder for the trace files")
     sim.set_defaults(func=_cmd_simtraces)
 
@@ -102,9 +123,13 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
     explain = not args.no_explain
     if merged:
         traces = merged
-        report = validate_traces(traces, mapping, args.spec_root, explain=explain)
+        report = validate_traces(
+            traces, mapping, args.spec_root, explain=explain, explain_limit=args.explain
+        )
     else:  # each file read as its chunk comes, while TLC checks the previous ones
-        traces, report = validate_files(peeks, mapping, args.spec_root, explain=explain)
+        traces, report = validate_files(
+            peeks, mapping, args.spec_root, explain=explain, explain_limit=args.explain
+        )
     coverage = action_coverage(report, mapping, args.spec_root)
     witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
     kept = keep_failures(
@@ -133,10 +158,11 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
     if args.protocol == TORCH_CAMPAIGN:
         return cmd_torch_campaign(args, console)
     toolchain()
-    console.print(
-        f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
-        f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
-    )
+    if not args.json:  # --json prints the JSON and nothing else
+        console.print(
+            f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
+            f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
+        )
     result = run_campaign(
         args.protocol,
         args.runs,
@@ -144,28 +170,56 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
         args.steps,
         args.spec_root,
         out=args.out,
+        explain=not args.no_explain,
+        explain_limit=args.explain,
         invariants=args.invariants,
     )
     witness = result.invariants
     coverage = action_coverage(result.report, load_mapping(args.protocol), args.spec_root)
     kept = keep_campaign(result, args.spec_root, root=args.artifacts)
     if args.json:
-        print(json.dumps(_with_coverage(result, coverage, kept=kept), indent=2))
-    else:
-        print_report(console, result.report, coverage)
-        if witness is not None:
-            print_witness(console, witness)
+        payload = _with_coverage(result, coverage, kept=kept)
+        payload["summary"] = result.summary()
+        print(json.dumps(payload, indent=2))
+        return 0 if result.ok else 1
+    print_report(console, result.report, coverage)
+    if witness is not None:
+        print_witness(console, witness)
+    for failure in result.failures:
+        what = failure.exception or "its trace"
+        console.print(f"[bold red]seed {failure.seed}[/]: {escape(what)}")
+        if failure.unreadable:
+            console.print(f"    its trace has no verdict: {escape(failure.unreadable)}")
+    unexplained = sum(
+        1
+        for v in result.report.verdicts
+        if v.rejection is not None and v.rejection.kind in ("spec", "end") and not v.explanation
+    )
+    if unexplained > 0:
         console.print(
-            f"simulated in {result.simulate_seconds:.1f} s; "
-            + (
-                f"[red]rejected seeds {result.rejected_seeds}[/]"
-                if result.rejected_seeds
-                else "[green]every trace accepted[/]"
-            )
-            + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
+            f"{unexplained} rejection(s) not explained (--explain N explains the first N, "
+            "tracecheck validate TRACE explains one)"
         )
-        _print_kept(console, kept)
-    return 0 if result.report.all_accepted and (witness is None or witness.all_clean) else 1
+    console.print(f"[bold]{escape(result.summary())}[/]")
+    verdict = "[green]every trace accepted[/]"
+    if not result.ok:
+        parts = []
+        if result.rejected_seeds:
+            parts.append(f"rejected seeds {result.rejected_seeds}")
+        if result.raised_seeds:
+            parts.append(f"raised: seeds {result.raised_seeds}")
+        if witness is not None and not witness.all_clean:
+            parts.append("an invariant broke on an accepted behaviour")
+        unreadable = [f.seed for f in result.failures if f.unreadable]
+        if unreadable:
+            parts.append(f"unreadable traces: seeds {unreadable}")
+        verdict = f"[red]{'; '.join(parts)}[/]"
+    console.print(
+        f"simulated in {result.simulate_seconds:.1f} s; {verdict}"
+        + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
+    )
+    _print_kept(console, kept)
+    return 0 if result.ok else 1
 
 
 def _print_kept(console: Console, kept: Path | None) -> None:

@@ -111,6 +111,11 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "NewContextRefused": (("w", "t"), ()),
 }
 
+#: Who takes each step whose actor is not the worker argument ``w`` (tracecheck.replay.claims):
+#: a cleanup's retry or loss is its sender's; a discarded message is its receiver's agent's,
+#: or its sender's when the receiver is dead (the implementation's state decides).
+_ACTOR = {"RetryCleanup": "m.src", "LoseCleanupMsg": "m.src", "Discard": "msg.dst|msg.src"}
+
 #: Header settings that are spec constants, by the same name.
 _SETTINGS = (
     "Workers",
@@ -178,7 +183,12 @@ AUTOGRAD = ProtocolMap(
     derive=_budgets,
     event_schema="protoref.autograd.trace:EVENT_ADAPTER",
     actions=tuple(
-        ActionMap(event=event, params=params, post={v: _SLICE[v] for v in post})
+        ActionMap(
+            event=event,
+            params=params,
+            post={v: _SLICE[v] for v in post},
+            actor=_ACTOR.get(event, "w"),
+        )
         for event, (params, post) in _TABLE.items()
     ),
     hidden={},

@@ -32,6 +32,11 @@ class EventContract(BaseModel):
     args: tuple[str, ...]
     #: Logged post field -> the TLA+ expression it must equal (``@`` is the acting node).
     post: dict[str, str]
+    #: Who takes the step, which the event's ``node`` must be (an argument, ``arg.field``,
+    #: ``env:<actor>``, or ``node`` when the acting node is a parameter).
+    actor: str = NODE
+    #: The step takes a message: in schema 4 the event names its send, ``sent_by``.
+    receives: bool = False
 
 
 class Contract(BaseModel):
@@ -59,6 +64,10 @@ class Contract(BaseModel):
     max_hidden: int
     #: ``module:ATTRIBUTE`` of the pydantic schema every event is validated against first.
     event_schema: str | None
+    #: What logged arguments hold, by name (checked before TLC runs).
+    arg_kinds: dict[str, str] = {}
+    #: Named conditions the spec state after the last event of a finished run must meet.
+    quiescence: dict[str, str] = {}
 
 
 def contract_of(mapping: ProtocolMap) -> Contract:
@@ -73,13 +82,22 @@ def contract_of(mapping: ProtocolMap) -> Contract:
         constants=dict(mapping.constants),
         derived_constants=mapping.derive is not None,
         events=tuple(
-            EventContract(event=a.event, params=a.params, args=a.args, post=dict(a.post))
+            EventContract(
+                event=a.event,
+                params=a.params,
+                args=a.args,
+                post=dict(a.post),
+                actor=a.actor or NODE,
+                receives=a.receives,
+            )
             for a in mapping.actions
         ),
         hidden=dict(mapping.hidden),
         hidden_steps=mapping.hidden_steps,
         max_hidden=mapping.max_hidden,
         event_schema=mapping.event_schema,
+        arg_kinds=dict(mapping.arg_kinds),
+        quiescence=dict(mapping.quiescence),
     )
 
 
@@ -131,4 +149,55 @@ def contract_markdown(c: Contract) -> str:
             f"Unlogged steps the replay may insert (at most {c.max_hidden} in a row): "
             f"{_code(list(c.hidden_steps))}.",
         ]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _claims(c)) + "\n"
+
+
+def _claims(c: Contract) -> list[str]:
+    """What a trace claims about itself, and how the checker holds it to it (schema 4)."""
+    actors: dict[str, list[str]] = {}
+    for e in c.events:
+        actors.setdefault(e.actor, []).append(e.event)
+    out = [
+        "",
+        "### What a trace claims about itself",
+        "",
+        "Each event's `node` is the step's actor, checked per event: "
+        + "; ".join(
+            f"{_code(events)}: "
+            + (
+                f"the environment actor `{actor.removeprefix('env:')}` (listed in the header's "
+                "`environment`)"
+                if actor.startswith("env:")
+                else "the acting node"
+                if actor == NODE
+                else f"`args.{actor}`"
+            )
+            for actor, events in actors.items()
+        )
+        + ".",
+        "Lamport clocks (`lamport`) grow along each node's events.",
+    ]
+    receives = [e.event for e in c.events if e.receives]
+    if receives:
+        out.append(
+            f"Since schema 4, a step that takes a message ({_code(receives)}) names its send, "
+            '`"sent_by": [sender, its lamport at the send]`: an earlier event of the sender with '
+            "that clock, smaller than the receive's (logs merged with `--merge` are ordered by "
+            "these clocks)."
+        )
+    if c.arg_kinds:
+        kinds = ", ".join(f"`{k}`: {v}" for k, v in sorted(c.arg_kinds.items()))
+        out.append(f"Arguments hold header nodes and ids ({kinds}); anything else is rejected.")
+    out.append(
+        'A run that finished ends its file with `{"kind": "end", "seqs": {node: last seq, ...}}` '
+        "(schema 4; `seqs` names every node and actor the file logged, so a lost tail is a "
+        "format error)"
+        + (
+            "; the spec state after its last event must then be quiescent: "
+            + "; ".join(f"{name}: `{_cell(expr)}`" for name, expr in c.quiescence.items())
+            + "."
+            if c.quiescence
+            else "."
+        )
+    )
+    return out

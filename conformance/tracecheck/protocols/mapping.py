@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
@@ -34,11 +35,37 @@ class ActionMap(BaseModel):
     #: Post-state checks: logged ``post`` field -> TLA+ expression over primed variables, where
     #: ``@`` stands for the acting node, e.g. ``{"owners": "owners'[@]"}``.
     post: Mapping[str, str] = Field(default_factory=dict)
+    #: Who takes the step, which the event's ``node`` must be: a logged argument (``"w"``), a
+    #: field of one (``"m.src"``: a retry is the sender's), or an environment actor of the
+    #: header (``"env:barrier"``); alternatives joined by ``|`` when the implementation's state
+    #: decides (``"msg.dst|msg.src"``: autograd's Discard is logged by the receiver's agent, or
+    #: by the sender's when the receiver is dead). None: the acting node is a parameter
+    #: (``"node"``) already.
+    actor: str | None = Field(
+        default=None,
+        pattern=r"^(env:[^\s|]+|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)(\|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*)*$",
+    )
+    #: The step takes a message from the network: in schema 4 its event names the send
+    #: (``sent_by``), and its Lamport clock must be after the send's.
+    receives: bool = False
 
     @property
     def args(self) -> tuple[str, ...]:
         """The logged argument names the event must carry."""
         return tuple(p for p in self.params if p != NODE)
+
+    @model_validator(mode="after")
+    def _someone_acts(self) -> ActionMap:
+        if self.actor is None and NODE not in self.params:
+            raise ValueError(
+                f"{self.event}: say who takes the step (actor: an argument, arg.field or "
+                "env:<name>), or pass the acting node as a parameter"
+            )
+        if self.actor is not None and not self.actor.startswith("env:"):
+            for choice in self.actor.split("|"):
+                if choice.split(".")[0] not in self.args:
+                    raise ValueError(f"{self.event}: actor {self.actor!r} names no argument")
+        return self
 
 
 class ProtocolMap(BaseModel):
@@ -74,6 +101,17 @@ class ProtocolMap(BaseModel):
     #: ``module:ATTRIBUTE`` of the implementation's pydantic TypeAdapter for this protocol's
     #: events; when set, every event is validated against it before anything is rendered.
     event_schema: str | None = None
+    #: What the logged arguments hold, by name (the same name means the same thing in every
+    #: event): ``"node"`` (one of the header's nodes), ``"id"`` (a ``[node, n]`` pair, n >= 1),
+    #: ``"id?"`` (an id or ``[]``), ``"message"`` (a record whose ``src``, ``dst`` and ``owner``
+    #: are nodes and whose ``rref``, ``fork``, ``parent`` are ids or ``[]``). Checked before
+    #: TLC runs, so a value outside the spec's domains is a rejection at its event, not an
+    #: evaluation error of TLC's that stops the whole batch.
+    arg_kinds: Mapping[str, Literal["node", "id", "id?", "message"]] = Field(default_factory=dict)
+    #: The spec's quiescence, required at the last state of a trace whose run says it finished
+    #: (its end line): named conditions (TLA+ over the unprimed spec variables), so that a
+    #: rejection says which one fails. Empty: a finished run is only checked for lost lines.
+    quiescence: Mapping[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _events_unique(self) -> ProtocolMap:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.tla.values import format_value
 from tracecheck.traces.load import Trace
 
 __all__ = ["RENDEZVOUS", "simulate"]
@@ -152,7 +153,7 @@ def _node_index(traces: Sequence[Trace]) -> Mapping[str, str]:
     """NodeIndex: a node's position in the header's nodes (sorted in the _NodeDesc order).
     Traces batch only when their node sets agree, so the first header speaks for all."""
     nodes = traces[0].header.nodes
-    body = " @@ ".join(f'"{n}" :> {i}' for i, n in enumerate(nodes))
+    body = " @@ ".join(f"{format_value(n)} :> {i}" for i, n in enumerate(nodes))
     return {"NodeIndex": f"({body})"}
 
 
@@ -172,12 +173,21 @@ RENDEZVOUS = ProtocolMap(
     derive=_node_index,
     event_schema="protoref.rendezvous.trace:EVENT_ADAPTER",
     actions=(
-        ActionMap(event="Tick"),
+        # Tick has no acting node: the header's environment actor "clock" logs it.
+        ActionMap(event="Tick", actor="env:clock"),
         *(
-            ActionMap(event=event, params=("n",), post={v: _POST[v] for v in post})
+            ActionMap(event=event, params=("n",), post={v: _POST[v] for v in post}, actor="n")
             for event, post in _TABLE.items()
         ),
     ),
+    arg_kinds={"n": "node"},
+    # A run finishes when no node is left to act (the simulator's step() has nothing to do):
+    # then the spec, too, has every node stopped or crashed.
+    quiescence={
+        "every node stopped or crashed (pc)": (
+            '\\A tvN \\in Nodes : pc[tvN] \\in {"stopped", "crashed"}'
+        )
+    },
 )
 
 
@@ -202,5 +212,14 @@ def simulate(seed: int, steps: int, out: Path) -> None:
         close_after=6,
         read_only_syncs=True,
         join_timeout=6,
+        # An exit op that times out (issue #21's rare paths): a participant that rejoins may
+        # stall past its op deadline (7 ticks), so its heartbeat must outlive that (4 x 2),
+        # or its own sync finds it dead and the exit op just finishes.
+        stalls=True,
+        keep_alive_max_attempt=4,
     )
-    Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)
+    sink = JsonlSink(str(out))
+    try:
+        Simulator(seed, config, sink=sink).run(steps)
+    finally:  # a run that raised keeps what it logged (the campaign validates it)
+        sink.close()

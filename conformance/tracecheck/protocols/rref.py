@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.tla.values import format_value
 from tracecheck.traces.load import Trace
 
 __all__ = ["RREF"]
@@ -149,9 +150,29 @@ def _max_local_ids(traces: Sequence[Trace]) -> Mapping[str, str]:
         for event in trace.events:
             if "nextId" in event.post:
                 top[event.node] = max(top[event.node], int(event.post["nextId"]) - 1)
-    body = " @@ ".join(f'"{w}" :> {n}' for w, n in sorted(top.items()))
+    body = " @@ ".join(f"{format_value(w)} :> {n}" for w, n in sorted(top.items()))
     return {"MaxLocalId": f"({body})"}
 
+
+#: Who takes each step: the worker ``w`` of every worker action; a retry or a lost first
+#: attempt is the sender's (``m.src``); the barrier is the environment actor ``barrier``.
+_ACTOR = {"RetrySend": "m.src", "LoseFirstAttempt": "m.src", "WaitAllWorkers": "env:barrier"}
+
+#: Quiescence of a run that finished (its trace's end line), by name: RRef.tla's state when
+#: the workload is over and every message was handled. A graceful shutdown has destroyed every
+#: context (ShutdownCompletesProp's goal); without one, nothing is left half done.
+QUIESCENCE = {
+    "nothing in flight (net = {})": "net = {}",
+    "no pending user (pendingUsers)": "\\A tvW \\in Workers : pendingUsers[tvW] = {}",
+    "no pending child (pendingChildren)": "\\A tvW \\in Workers : pendingChildren[tvW] = {}",
+    "no fetch outstanding (fetching, pendingOwners)": (
+        "fetching = {} /\\ \\A tvW \\in Workers : pendingOwners[tvW] = {}"
+    ),
+    "no self-remote call pending (selfCalls)": "\\A tvW \\in Workers : selfCalls[tvW] = {}",
+    "every context destroyed after the shutdown barrier (phase)": (
+        'stopping => \\A tvW \\in Workers : phase[tvW] = "destroyed"'
+    ),
+}
 
 RREF = ProtocolMap(
     protocol="rref",
@@ -179,7 +200,13 @@ RREF = ProtocolMap(
     derive=_max_local_ids,
     event_schema="protoref.rref.trace:EVENT_ADAPTER",
     actions=tuple(
-        ActionMap(event=event, params=params, post={v: _SLICE[v] for v in post})
+        ActionMap(
+            event=event,
+            params=params,
+            post={v: _SLICE[v] for v in post},
+            actor=_ACTOR.get(event, "w"),
+            receives="delivered" in post,
+        )
         for event, (params, post) in _TABLE.items()
     ),
     hidden={
@@ -189,6 +216,16 @@ RREF = ProtocolMap(
         "ExhaustRetries": "PyTorch-only fault (sendWithRetries gives up): the Reference retries "
         "a control message until it is delivered, so its implementation has no such step",
     },
+    arg_kinds={
+        "w": "node",
+        "dst": "node",
+        "r": "id",
+        "f": "id",
+        "c": "id",
+        "parent": "id",
+        "m": "message",
+    },
+    quiescence=QUIESCENCE,
 )
 
 
@@ -216,7 +253,13 @@ def simulate(seed: int, steps: int, out: Path, *, app_weight: float | None = Non
     from protoref.rref.simulator import SimConfig, Simulator  # noqa: PLC0415 - campaigns only
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
-    config = SimConfig(shutdown=True, lose_first_attempts=True)
+    # rare_paths: the application sometimes misuses a timed-out RRef (the core must refuse)
+    # and shares one whose rpc.remote call is slow (the owner-creation race), issue #21.
+    config = SimConfig(shutdown=True, lose_first_attempts=True, rare_paths=True)
     if app_weight is not None:
         config = replace(config, app_weight=app_weight)
-    Simulator(seed, config, sink=JsonlSink(str(out))).run(steps)
+    sink = JsonlSink(str(out))
+    try:
+        Simulator(seed, config, sink=sink).run(steps)
+    finally:  # a run that raised keeps what it logged (the campaign validates it)
+        sink.close()

@@ -30,6 +30,7 @@ from rich.console import Console
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.coverage import CoverageSummary
 from tracecheck.replay.report import print_report
+from tracecheck.replay.tracedata import constants_for
 from tracecheck.replay.tracespec import TRACE_MODULE, render_batch
 from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.replay.witness import (
@@ -97,7 +98,8 @@ def _report_text(
     report: ValidationReport, coverage: CoverageSummary | None, witness: WitnessReport | None
 ) -> str:
     buffer = io.StringIO()
-    console = Console(file=buffer, width=120, highlight=False, soft_wrap=True, color_system=None)
+    # wide: a report's tables are never cut (soft_wrap keeps long lines whole)
+    console = Console(file=buffer, width=4096, highlight=False, soft_wrap=True, color_system=None)
     print_report(console, report, coverage)
     if witness is not None:
         print_witness(console, witness)
@@ -125,7 +127,35 @@ def keep_failures(
     folder = _new_folder(artifacts_root(root), mapping.protocol)
     taken: set[str] = set()
     names = [_write_trace(t, folder, taken) for t in failing]
-    rendered = render_batch(failing, mapping)
+    # One trace spec per set of constants (traces with different constants share no TLC run):
+    # in the folder itself when there is one, else in batch-1/, batch-2/, ...
+    groups: dict[tuple[tuple[str, str], ...], list[Trace]] = {}
+    for trace in failing:
+        groups.setdefault(tuple(sorted(constants_for(trace, mapping).items())), []).append(trace)
+    for number, batch in enumerate(groups.values(), start=1):
+        target = folder if len(groups) == 1 else folder / f"batch-{number}"
+        target.mkdir(exist_ok=True)
+        _write_modules(target, batch, mapping, witness)
+    (folder / "report.txt").write_text(_report_text(report, coverage, witness), encoding="utf-8")
+    payload = {"report": report.model_dump(mode="json"), "traces": names}
+    if witness is not None:
+        payload["invariants"] = witness.model_dump(mode="json")
+    (folder / "report.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    library = " ".join(f"--library {spec_root / d}" for d in (mapping.protocol, "common"))
+    where = "" if len(groups) == 1 else " (in each batch-N folder: traces with other constants)"
+    (folder / "rerun.txt").write_text(
+        f"Replay the failing traces{where} (the furthest cursor per trace is printed as tv_max):\n"
+        f"  tracecheck tlc {TRACE_MODULE}.tla --no-deadlock {library}\n",
+        encoding="utf-8",
+    )
+    return folder
+
+
+def _write_modules(
+    folder: Path, batch: Sequence[Trace], mapping: ProtocolMap, witness: WitnessReport | None
+) -> None:
+    """The generated modules of one batch of traces that share their constants."""
+    rendered = render_batch(batch, mapping)
     # every generated module the trace spec needs (TraceData, TraceSpec, TraceOps)
     for name, text in rendered.modules().items():
         (folder / f"{name}.tla").write_text(text, encoding="utf-8")
@@ -134,23 +164,12 @@ def keep_failures(
         module, cfg = witness_files(rendered, witness.invariants, mapping)
         (folder / f"{WITNESS_MODULE}.tla").write_text(module, encoding="utf-8")
         (folder / f"{WITNESS_MODULE}.cfg").write_text(cfg, encoding="utf-8")
-    (folder / "report.txt").write_text(_report_text(report, coverage, witness), encoding="utf-8")
-    payload = {"report": report.model_dump(mode="json"), "traces": names}
-    if witness is not None:
-        payload["invariants"] = witness.model_dump(mode="json")
-    (folder / "report.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    library = " ".join(f"--library {spec_root / d}" for d in (mapping.protocol, "common"))
-    (folder / "rerun.txt").write_text(
-        "Replay the failing traces (the furthest cursor per trace is printed as tv_max):\n"
-        f"  tracecheck tlc {TRACE_MODULE}.tla --no-deadlock {library}\n",
-        encoding="utf-8",
-    )
-    return folder
 
 
 def rejections(report: ValidationReport, sources: set[str] | None = None) -> str:
     return "; ".join(
-        f"{v.source}: event {v.rejection.index} ({v.rejection.event.event})"
+        f"{v.source}: event {v.rejection.index} "
+        f"({v.rejection.event.event if v.rejection.event else 'end'})"
         for v in report.verdicts
         if v.rejection is not None and (sources is None or v.source in sources)
     )

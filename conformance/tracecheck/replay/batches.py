@@ -66,7 +66,9 @@ def _simulation_pass(
             "traces": 1,
             # every event is a step (after up to ``hidden`` hidden ones), and one reset step
             # between two traces
-            "depth": (sum(rendered.lengths) + len(rendered.lengths)) * (1 + hidden) + 1,
+            "depth": (sum(rendered.lengths) + sum(rendered.end_steps) + len(rendered.lengths))
+            * (1 + hidden)
+            + 1,
             "seed": SIM_SEED,
         }
     )
@@ -81,18 +83,28 @@ def _simulation_pass(
     }
 
 
-def _verdict(trace: Trace, furthest: int) -> TraceVerdict:
+def _verdict(trace: Trace, furthest: int, end_step: int) -> TraceVerdict:
+    """The verdict from the furthest cursor: past the events (and the end step of a finished
+    run, :data:`~tracecheck.replay.tracespec.END_STEP`), accepted; else rejected there."""
     total = len(trace.events)
-    matched = furthest - 1
-    if matched >= total:
+    matched = min(furthest - 1, total)
+    if furthest - 1 >= total + end_step:
         return TraceVerdict(source=trace.source, accepted=True, events=total, matched=total)
+    if matched == total:  # every event explained, but the run's end is not quiescent
+        rejection = Rejection(index=total + 1, line=_end_line(trace), event=None, kind="end")
+    else:
+        rejection = Rejection(
+            index=furthest, line=trace.lines[matched], event=trace.events[matched]
+        )
     return TraceVerdict(
-        source=trace.source,
-        accepted=False,
-        events=total,
-        matched=matched,
-        rejection=Rejection(index=furthest, line=trace.lines[matched], event=trace.events[matched]),
+        source=trace.source, accepted=False, events=total, matched=matched, rejection=rejection
     )
+
+
+def _end_line(trace: Trace) -> int:
+    """The file line of a trace's end line: the one after its last event (a merged trace's
+    events come from several files; its last event's line plus one is still what it says)."""
+    return trace.lines[-1] + 1 if trace.lines else 1
 
 
 class GroupRun:
@@ -146,7 +158,9 @@ class GroupRun:
             self._count(runs=1, simulated=len(done))
             for number in sorted(done):
                 i = rest[number - 1]
-                self.verdicts[i] = _verdict(self.trace(i), len(self.trace(i).events) + 1)
+                trace = self.trace(i)
+                end = rendered.end_steps[number - 1]
+                self.verdicts[i] = _verdict(trace, len(trace.events) + end + 1, end)
             if done:  # breadth-first search gets its own, smaller batch
                 rest = [i for n, i in enumerate(rest, start=1) if n not in done]
                 if not rest:
@@ -157,8 +171,9 @@ class GroupRun:
         self._count(runs=1)
         require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
         self._count(distinct=result.stats.distinct or 0)
-        for i, furthest in zip(rest, furthest_cursors(result, len(batch)), strict=True):
-            self.verdicts[i] = _verdict(self.trace(i), furthest)
+        cursors = furthest_cursors(result, len(batch))
+        for i, furthest, end in zip(rest, cursors, rendered.end_steps, strict=True):
+            self.verdicts[i] = _verdict(self.trace(i), furthest, end)
 
 
 def chunks(

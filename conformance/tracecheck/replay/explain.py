@@ -15,20 +15,26 @@ quotes the spec's text.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from tracecheck.protocols.mapping import ActionMap, ProtocolMap
+from tracecheck.protocols.mapping import NODE, ActionMap, ProtocolMap
+from tracecheck.replay.explanation import (
+    Alternative,
+    Explanation,
+    FrontierState,
+    PostCheck,
+    spec_text,
+    vars_names,
+)
 from tracecheck.replay.guards import acting, guard_checks, split_action
 from tracecheck.replay.tlcrun import CheckerError, printed_values, run_rendered
 from tracecheck.replay.tracespec import render_batch
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
+from tracecheck.tla.diff import difference
 from tracecheck.tla.values import format_value
 from tracecheck.traces.deltas import resolve
 from tracecheck.traces.jsonvalue import from_json
@@ -38,65 +44,7 @@ __all__ = ["Explanation", "FrontierState", "PostCheck", "explain_rejection"]
 
 _FRONTIER = "tv_frontier"
 _POSSIBLE = "tv_possible"
-
-
-class PostCheck(BaseModel):
-    """One logged post-state field at one frontier state."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    field: str
-    expression: str
-    logged: str
-    #: Some step of the action produces the logged value.
-    possible: bool
-    #: The values the action's steps produce (TLA+ text), when it is enabled.
-    allowed: list[str] = Field(default_factory=list)
-
-
-class FrontierState(BaseModel):
-    """A spec state in which the unmatched event was tried, and what went wrong there."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    #: The spec variables (TLA+ text) of this state.
-    state: dict[str, str]
-    enabled: bool
-    #: The first guard conjunct that is false (spec text), if one is.
-    failed_guard: str | None = None
-    #: Where that conjunct is: "2" is the action's second top-level conjunct; "3.1" the first
-    #: conjunct under the existential quantifier that is its third.
-    failed_guard_at: str | None = None
-    post: list[PostCheck] = Field(default_factory=list)
-
-    def reason(self) -> str:
-        """One sentence: why the event cannot be taken here."""
-        if not self.enabled:
-            if self.failed_guard is not None:
-                return f"not enabled: conjunct {self.failed_guard_at} is false: " + " ".join(
-                    self.failed_guard.split()
-                )
-            return "not enabled with the logged parameters (no single guard conjunct is false)"
-        wrong = [p for p in self.post if not p.possible]
-        if not wrong:
-            return "enabled and each post field is possible, but not all together"
-        return "; ".join(
-            f"post.{p.field}: logged {p.logged}, the spec allows "
-            + (" or ".join(p.allowed) if p.allowed else "no value")
-            for p in wrong
-        )
-
-
-class Explanation(BaseModel):
-    """Why the first unmatched event of a trace has no spec step."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    index: int
-    action: str
-    params: dict[str, str]
-    frontier: list[FrontierState]
-    summary: str
+_INSTEAD = "tv_instead"
 
 
 def _call(action: ActionMap) -> str:
@@ -108,6 +56,23 @@ def _call(action: ActionMap) -> str:
         + ", ".join(f"tvE[3][{i}]" for i in range(1, len(action.params) + 1))
         + ")"
     )
+
+
+def _instead(mapping: ProtocolMap, action: ActionMap) -> list[str]:
+    """``ExplainInstead``: at the frontier, each other decision of the node is tried and, when
+    the spec has it, printed with the post values it would log; it leads nowhere (FALSE)."""
+    candidates = instead_candidates(mapping, action)
+    if not candidates:
+        return []
+    lines = ["ExplainInstead == tvCursor = K /\\ LET tvE == Traces[tvTrace][K] IN"]
+    for other in candidates:
+        call = other.event + ("(tvE[2])" if other.params else "")
+        posts = ", ".join(expr.replace("@", "tvE[2]") for expr in other.post.values())
+        lines.append(
+            f"  \\/ ({call} /\\ PrintT(<<{format_value(_INSTEAD)}, {mapping.vars}, "
+            f"{format_value(other.event)}, <<{posts}>> >>) /\\ FALSE)"
+        )
+    return lines
 
 
 def _explain_module(
@@ -142,19 +107,14 @@ def _explain_module(
             f"  /\\ PrintT(<<{format_value(_POSSIBLE)}, {mapping.vars},",
             f"              <<{', '.join(post_exprs)}>> >>)",
             "  /\\ tvCursor' = K + 1 /\\ tvHidden' = 0 /\\ UNCHANGED tvTrace",
-            f"ExplainNext == (tvCursor < K /\\ TraceNext) {hidden} \\/ ExplainProbe",
+            *_instead(mapping, action),
+            f"ExplainNext == (tvCursor < K /\\ TraceNext) {hidden} \\/ ExplainProbe"
+            + (" \\/ ExplainInstead" if instead_candidates(mapping, action) else ""),
             "ExplainBound == tvCursor <= K",
             "====",
         ]
     )
     return text + "\n", guards
-
-
-def _vars_names(spec_text: str, vars_name: str) -> list[str] | None:
-    match = re.search(rf"^{vars_name}\s*==\s*<<(.*?)>>", spec_text, re.MULTILINE | re.DOTALL)
-    if match is None:
-        return None
-    return [v.strip() for v in re.sub(r"\\\*[^\n]*", "", match[1]).split(",") if v.strip()]
 
 
 def explain_rejection(
@@ -169,8 +129,8 @@ def explain_rejection(
     action = mapping.action(event.event)
     if action is None:  # render_batch refuses unknown events, so a loaded trace has none
         raise CheckerError(f"{event.event} has no mapping")
-    spec_text = _spec_text(library, mapping.module)
-    module, guards = _explain_module(mapping, action, index, spec_text)
+    source = spec_text(library, mapping.module)
+    module, guards = _explain_module(mapping, action, index, source)
     rendered = render_batch([trace], mapping)
     cfg = (
         rendered.cfg.replace("NEXT TraceNext", "NEXT ExplainNext")
@@ -188,10 +148,13 @@ def explain_rejection(
             f"the explain run failed: {result.verdict.value}: {result.summary} "
             + "; ".join(e.message for e in result.errors)
         )
-    names = _vars_names(spec_text, mapping.vars)
+    names = vars_names(source, mapping.vars)
     # the logged post-state whole: deltas (trace schema 3) rebuilt from the node's earlier events
     (*_, logged) = resolve([(e.node, list(e.post.items())) for e in trace.events[:index]])
-    frontier = _frontier(result, action, dict(zip(event.post, logged, strict=True)), names, guards)
+    others = _alternatives(result, instead_candidates(mapping, action))
+    frontier = _frontier(
+        result, action, dict(zip(event.post, logged, strict=True)), names, guards, others=others
+    )
     params = {
         p: format_value(_json_to_tla(event.node if p == "node" else event.args[p]))
         for p in action.params
@@ -213,20 +176,14 @@ def _json_to_tla(value: Any) -> Any:
     return from_json(value)
 
 
-def _spec_text(library: Sequence[Path], module: str) -> str:
-    for folder in library:
-        path = folder / f"{module}.tla"
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    return ""
-
-
 def _frontier(
     result: TLCResult,
     action: ActionMap,
     logged_post: dict[str, Any],
     names: list[str] | None,
     guards: list[tuple[str, str]],
+    *,
+    others: dict[Any, list[Alternative]],
 ) -> list[FrontierState]:
     possible: dict[Any, list[Any]] = {}
     for row in printed_values(result.printed, _POSSIBLE):
@@ -241,16 +198,21 @@ def _frontier(
         failed = next((i for i, ok in enumerate(cumulative) if not ok), None)
         guard_at, guard_text = guards[failed] if failed is not None else (None, None)
         produced = possible.get(state, [])
-        checks = [
-            PostCheck(
-                field=field,
-                expression=action.post[field],
-                logged=format_value(_json_to_tla(logged_post[field])),
-                possible=bool(post_ok[i]),
-                allowed=sorted({format_value(p[i]) for p in produced}),
+        checks = []
+        for i, field in enumerate(fields):
+            logged = _json_to_tla(logged_post[field])
+            allowed = {format_value(p[i]): p[i] for p in produced}
+            first = allowed[min(allowed)] if allowed else None
+            checks.append(
+                PostCheck(
+                    field=field,
+                    expression=action.post[field],
+                    logged=format_value(logged),
+                    possible=bool(post_ok[i]),
+                    allowed=sorted(allowed),
+                    difference=difference(logged, first) if first is not None else None,
+                )
             )
-            for i, field in enumerate(fields)
-        ]
         labels = (
             names
             if names and len(names) == len(state)
@@ -263,6 +225,42 @@ def _frontier(
                 failed_guard=guard_text,
                 failed_guard_at=guard_at,
                 post=checks,
+                alternatives=[] if enabled else others.get(state, []),
             )
         )
     return states
+
+
+def _alternatives(
+    result: TLCResult, candidates: Sequence[ActionMap]
+) -> dict[Any, list[Alternative]]:
+    """Per frontier state (its variables), the steps of the acting node the spec has there."""
+    found: dict[Any, list[Alternative]] = {}
+    for row in printed_values(result.printed, _INSTEAD):
+        _, state, name, values = row
+        action = next((a for a in candidates if a.event == name), None)
+        if action is None or not isinstance(values, tuple):
+            continue
+        post = {f: format_value(v) for f, v in zip(action.post, values, strict=False)}
+        alternative = Alternative(action=str(name), post=post)
+        if alternative not in found.setdefault(state, []):
+            found[state].append(alternative)
+    return found
+
+
+def instead_candidates(mapping: ProtocolMap, action: ActionMap) -> list[ActionMap]:
+    """For an action that takes no parameter but its actor (a decision of the node, such as a
+    rendezvous op's), the other such actions of the same actor: what the node could have done
+    instead, each tried in the frontier states. Actions with other parameters (RRef's
+    handlers take a message the trace would have to name) have none."""
+
+    def decision(a: ActionMap) -> bool:
+        return a.params in ((), (NODE,)) or (a.actor is not None and a.params == (a.actor,))
+
+    if not decision(action):
+        return []
+    return [
+        a
+        for a in mapping.actions
+        if a.event != action.event and decision(a) and a.actor == action.actor
+    ]

@@ -50,12 +50,19 @@ def _rejected(console: Console, verdict: TraceVerdict) -> None:
     if rejection is None:
         return
     event = rejection.event
+    if rejection.kind == "spec":
+        why = "has no spec step"
+    elif rejection.kind == "end":
+        why = "says the run finished, but its last spec state is not quiescent"
+    else:
+        why = f"is wrong about its {rejection.kind}: {rejection.reason}"
     console.print(
-        f"[bold red]rejected[/] {escape(verdict.source)}: event {rejection.index} "
-        f"(line {rejection.line}) {event.event} by {escape(event.node)} has no spec step; "
-        f"the first {verdict.matched} events are explained"
+        f"[bold red]rejected[/] {escape(verdict.source)}: {escape(rejection.what())} "
+        f"{escape(why)}; the first {verdict.matched} events are explained"
     )
-    console.print(f"    args {escape(str(event.args))}  post {escape(str(event.post))}")
+    if event is not None:
+        args, post = _bounded(event.args), _bounded(event.post)
+        console.print(f"    args {escape(args)}  post {escape(post)}")
     explanation = verdict.explanation
     if not isinstance(explanation, Explanation):
         return
@@ -65,3 +72,14 @@ def _rejected(console: Console, verdict: TraceVerdict) -> None:
             console.print(f"      {name} = {escape(value)}", soft_wrap=True)
     if not explanation.frontier:
         console.print("  no spec state reaches that event")
+
+
+#: The most of a logged value a report prints (a hostile trace's megabyte argument is cut).
+SHOWN = 2000
+
+
+def _bounded(value: object) -> str:
+    text = str(value)
+    if len(text) <= SHOWN:
+        return text
+    return f"{text[:SHOWN]}... ({len(text) - SHOWN:,} more characters)"

@@ -40,11 +40,13 @@ from tracecheck.errors import TracecheckError
 from tracecheck.nogc import paused_gc
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.batches import TLC_PROCESSES, GroupRun, chunks
+from tracecheck.replay.claims import Claim, first_false_claim
+from tracecheck.replay.ending import explain_end
 from tracecheck.replay.explain import explain_rejection
 from tracecheck.replay.javareader import reader_classes
 from tracecheck.replay.tlcrun import CheckerError, spec_library, spec_variables
 from tracecheck.replay.tracedata import header_constants
-from tracecheck.replay.verdicts import ValidationReport
+from tracecheck.replay.verdicts import Rejection, TraceVerdict, ValidationReport
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.traces.load import Trace, TraceHeader, TracePeek, load_trace, peek_trace
 from tracecheck.traces.schema import check_events
@@ -80,16 +82,20 @@ def validate_traces(
     spec_root: Path,
     *,
     explain: bool = True,
+    explain_limit: int | None = None,
     options: TLCOptions | None = None,
     simulate: bool = True,
 ) -> ValidationReport:
     """Check every trace against the spec; batch by constants; explain each rejection.
 
     ``simulate=False`` skips the simulation pass (breadth-first search decides every trace).
+    ``explain_limit`` explains only the first that many rejections (each is a TLC run of its
+    own: explaining 200 rejected traces took minutes); ``explain=False`` none.
     """
     started = time.monotonic()
     sources = [_Source(t.source, t.header, len(t.events), trace=t) for t in traces]
-    return _validate(sources, mapping, spec_root, started, explain, options, simulate)[1]
+    explain_at_most = explain_limit if explain else 0
+    return _validate(sources, mapping, spec_root, started, explain_at_most, options, simulate)[1]
 
 
 def validate_files(
@@ -98,6 +104,7 @@ def validate_files(
     spec_root: Path,
     *,
     explain: bool = True,
+    explain_limit: int | None = None,
     options: TLCOptions | None = None,
     simulate: bool = True,
 ) -> tuple[list[Trace], ValidationReport]:
@@ -110,7 +117,8 @@ def validate_files(
     started = time.monotonic()
     peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]
     sources = [_Source(str(p.path), p.header, p.lines, path=p.path) for p in peeks]
-    return _validate(sources, mapping, spec_root, started, explain, options, simulate)
+    explain_at_most = explain_limit if explain else 0
+    return _validate(sources, mapping, spec_root, started, explain_at_most, options, simulate)
 
 
 class _Source:
@@ -140,7 +148,7 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
     mapping: ProtocolMap,
     spec_root: Path,
     started: float,
-    explain: bool,
+    explain_limit: int | None,
     options: TLCOptions | None,
     simulate: bool,
 ) -> tuple[list[Trace], ValidationReport]:
@@ -150,6 +158,7 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
                 f"{source.source}: a {source.header.protocol} trace, but the mapping is for "
                 f"{mapping.protocol}"
             )
+    claims: list[Claim | None] = [None] * len(sources)
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for i, source in enumerate(sources):
         key = tuple(sorted(header_constants(source.header, source.source, mapping).items()))
@@ -177,11 +186,18 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
             for indices in groups.values():
                 for chunk in chunks(indices, sizes):
                     loaded = [sources[i].load() for i in chunk]
-                    for i, trace in zip(chunk, loaded, strict=True):
-                        run.traces[i] = trace
-                    rendered = run.render(chunk)
                     schemas.append(pool.submit(_check_schemas, loaded, mapping))
-                    checks.append(tlc.submit(run.check, chunk, rendered))
+                    # TLC gets each trace up to its first false claim (claims.py): the spec
+                    # may reject it earlier; if not, the claim is the rejection.
+                    checked = []
+                    for i, trace in zip(chunk, loaded, strict=True):
+                        claims[i] = claim = first_false_claim(trace, mapping)
+                        if claim is not None and claim.index == 1:
+                            continue  # nothing before it for TLC to check
+                        run.traces[i] = trace if claim is None else _prefix(trace, claim.index - 1)
+                        checked.append(i)
+                    if checked:
+                        checks.append(tlc.submit(run.check, checked, run.render(checked)))
             for check in checks:
                 check.result()
         except TracecheckError:
@@ -195,16 +211,24 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
         for schema in schemas:
             schema.result()  # a malformed trace is an error whatever TLC said of it
     traces = [source.load() for source in sources]  # (every one was, chunk by chunk)
-    verdicts, runs = run.verdicts, run.runs
-    final = [v for v in verdicts if v is not None]
-    if explain:
+    runs = run.runs
+    final = [
+        _with_claim(trace, verdict, claim)
+        for trace, verdict, claim in zip(traces, run.verdicts, claims, strict=True)
+    ]
+    if explain_limit != 0:
+        explained = 0
         for i, verdict in enumerate(final):
-            if not verdict.accepted and verdict.rejection is not None:
-                explanation = explain_rejection(
-                    traces[i], verdict.rejection.index, mapping, library, options
-                )
-                runs += 1
-                final[i] = verdict.model_copy(update={"explanation": explanation})
+            rejection = verdict.rejection
+            if rejection is None or rejection.kind not in ("spec", "end"):
+                continue  # a false claim says why itself
+            if explain_limit is not None and explained >= explain_limit:
+                break
+            explained += 1
+            explain_one = explain_end if rejection.kind == "end" else explain_rejection
+            explanation = explain_one(traces[i], rejection.index, mapping, library, options)
+            runs += 1
+            final[i] = verdict.model_copy(update={"explanation": explanation})
     coverage: Counter[str] = Counter(
         e.event for t, v in zip(traces, final, strict=True) if v.accepted for e in t.events
     )
@@ -221,4 +245,36 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
         seconds=seconds,
         distinct_states=run.distinct,
         rate=events / seconds if seconds else 0.0,
+    )
+
+
+def _prefix(trace: Trace, events: int) -> Trace:
+    """The trace's first ``events`` events, as a run that did not say it finished."""
+    return trace.model_copy(
+        update={"events": trace.events[:events], "lines": trace.lines[:events], "end": None}
+    )
+
+
+def _with_claim(trace: Trace, verdict: TraceVerdict | None, claim: Claim | None) -> TraceVerdict:
+    """The trace's verdict: TLC's on the events before its first false claim, if TLC rejected
+    one of them; else the claim's rejection."""
+    total = len(trace.events)
+    if claim is None:
+        assert verdict is not None
+        return verdict
+    if verdict is not None and not verdict.accepted:
+        return verdict.model_copy(update={"events": total})
+    index = claim.index
+    return TraceVerdict(
+        source=trace.source,
+        accepted=False,
+        events=total,
+        matched=index - 1,
+        rejection=Rejection(
+            index=index,
+            line=trace.lines[index - 1],
+            event=trace.events[index - 1],
+            kind=claim.kind,
+            reason=claim.reason,
+        ),
     )

@@ -3,11 +3,20 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from tracecheck.traces.load import TraceEvent
 
-__all__ = ["Rejection", "TraceVerdict", "ValidationReport"]
+__all__ = ["Rejection", "RejectionKind", "TraceVerdict", "ValidationReport"]
+
+
+#: Why a trace is rejected at its event: no spec step explains it (``spec``); what it claims
+#: about itself is false (``actor``, ``clock``, ``argument``: :mod:`tracecheck.replay.claims`);
+#: or its run says it finished but the spec state after its last event is not quiescent
+#: (``end``: the event is then the trace's end, one past its last event).
+RejectionKind = Literal["spec", "actor", "clock", "argument", "end"]
 
 
 class Rejection(BaseModel):
@@ -15,11 +24,22 @@ class Rejection(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    #: 1-based index of the first event no spec behaviour explains.
+    #: 1-based index of the first event no spec behaviour explains (for ``end``: the number of
+    #: events plus one, the end line).
     index: int
     #: The line of the trace file it came from.
     line: int
-    event: TraceEvent
+    #: The event (None for ``end``).
+    event: TraceEvent | None
+    kind: RejectionKind = "spec"
+    #: Why, when the checker knows it without the explain pass (a false claim).
+    reason: str | None = None
+
+    def what(self) -> str:
+        """``event 7 (line 8) Receive by b``, or ``the end line (line 40)``."""
+        if self.event is None:
+            return f"the end line (line {self.line}), after event {self.index - 1},"
+        return f"event {self.index} (line {self.line}) {self.event.event} by {self.event.node}"
 
 
 class TraceVerdict(BaseModel):

@@ -11,9 +11,10 @@ whenever a spec is edited, and the manifest is re-recorded with ``tracecheck che
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -25,6 +26,7 @@ from pydantic import (
 )
 
 from tracecheck.errors import ManifestError
+from tracecheck.runner.distributed import Distribution, distributable, run_distributed
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_tlc
 from tracecheck.tla.cfgfile import checked_in_folder
@@ -38,6 +40,7 @@ __all__ = [
     "ProtocolManifest",
     "Recorded",
     "compare",
+    "entry_for",
     "load_manifest",
     "models_markdown",
     "options_for",
@@ -85,7 +88,7 @@ class ModelEntry(BaseModel):
     expect: Expect
     violates: str | None = None
     check_deadlock: bool = True
-    workers: int | Literal["auto"] = 1
+    workers: Annotated[int, Field(ge=1)] | Literal["auto"] = 1
     timeout: float | None = Field(default=None, gt=0)
     issue: str | None = None
     description: str = Field(min_length=1)
@@ -185,9 +188,28 @@ def load_manifest(root: Path) -> Manifest:
     return Manifest(root=root, protocols=protocols)
 
 
+def entry_for(spec: Path, cfg: Path | None) -> ModelEntry | None:
+    """The manifest entry of the model ``spec`` with ``cfg`` (default: the module's own cfg),
+    from the ``models.json`` beside the module, or None when no entry names that pair."""
+    path = spec.resolve().parent / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    cfg_name = (cfg or spec.with_suffix(".cfg")).resolve()
+    for entry in _load_one(path).models:
+        if entry.module == spec.name and (path.parent / entry.cfg).resolve() == cfg_name:
+            return entry
+    return None
+
+
 def _load_one(path: Path) -> ProtocolManifest:
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise ManifestError(f"{path}: cannot read: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(
+            f"{path}: not UTF-8 text: byte {exc.start} ({exc.object[exc.start]:#04x}): {exc.reason}"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise ManifestError(f"{path}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
     try:
@@ -208,6 +230,8 @@ class ModelCheck(BaseModel):
     ok: bool
     problem: str | None = None
     drift: list[str] = Field(default_factory=list)
+    #: How the model was run when asked to run distributed: "distributed", or why locally.
+    mode: str | None = None
 
 
 def options_for(manifest: Manifest, entry: ModelEntry, **overrides: object) -> TLCOptions:
@@ -227,17 +251,28 @@ def run_model(
     protocol: str,
     entry: ModelEntry,
     on_progress: ProgressCallback | None = None,
+    *,
+    distribution: Distribution | None = None,
+    on_ready: Callable[[list[str]], None] | None = None,
     **overrides: object,
 ) -> ModelCheck:
-    """Run one manifest model with TLC and compare the verdict with the entry."""
+    """Run one manifest model with TLC and compare the verdict with the entry; with a
+    ``distribution``, in TLC's distributed mode when the model allows it (no temporal
+    property: :func:`~tracecheck.runner.distributed.distributable`), else locally."""
     folder = manifest.folder(protocol)
-    result = run_tlc(
-        folder / entry.module,
-        folder / entry.cfg,
-        options_for(manifest, entry, **overrides),
-        on_progress,
-    )
-    return compare(protocol, entry, result)
+    spec, cfg = folder / entry.module, folder / entry.cfg
+    options = options_for(manifest, entry, **overrides)
+    mode = None
+    if distribution is not None:
+        why = distributable(cfg.read_text(encoding="utf-8"))
+        mode = "distributed" if why is None else f"local: {why}"
+    if mode == "distributed" and distribution is not None:
+        result = run_distributed(
+            spec, cfg, options, distribution, on_progress=on_progress, on_ready=on_ready
+        )
+    else:
+        result = run_tlc(spec, cfg, options, on_progress)
+    return compare(protocol, entry, result).model_copy(update={"mode": mode})
 
 
 def compare(protocol: str, entry: ModelEntry, result: TLCResult) -> ModelCheck:

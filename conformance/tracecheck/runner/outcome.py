@@ -29,7 +29,19 @@ from tracecheck.runner.tooloutput import (
 )
 from tracecheck.tla.parser import TLAValueError, parse_state
 
-__all__ = ["ResultBuilder", "sany_error"]
+__all__ = ["MAX_MESSAGE", "ResultBuilder", "bounded", "sany_error"]
+
+
+#: The most of one TLC message a result keeps: TLC echoes the values it could not handle, and
+#: a hostile trace's 50 MB argument once came back as 52 MB of error text.
+MAX_MESSAGE = 4000
+
+
+def bounded(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text``, cut to ``limit`` characters with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} characters cut)"
 
 
 _VERSION = re.compile(r"TLC2 Version (\S+).*?\(rev: (\w+)\)")
@@ -123,7 +135,8 @@ class ResultBuilder:
     def _decide(self, verdict: Verdict, body: str) -> None:
         if self.verdict is None or self.verdict is Verdict.SUCCESS:
             self.verdict = verdict
-            self.summary = body.strip().splitlines()[0] if body.strip() else verdict.value
+            first = body.strip().splitlines()[0] if body.strip() else verdict.value
+            self.summary = bounded(first, 500)
 
     def _violation(self, verdict: Verdict, body: str) -> None:
         self._decide(verdict, body)
@@ -139,11 +152,13 @@ class ResultBuilder:
             if match
             else None
         )
-        self.errors.append(TLCError(code=Code.ASSUMPTION_FALSE, message=body, location=location))
+        self.errors.append(
+            TLCError(code=Code.ASSUMPTION_FALSE, message=bounded(body), location=location)
+        )
 
     def _error(self, msg: Message) -> None:
         parts = [msg.body, *(child.body for child in msg.children)]
-        text = "\n".join(p for p in parts if p.strip())
+        text = bounded("\n".join(p for p in parts if p.strip()))
         position = _POSITION.search(text)
         location = (
             SourceLocation(module=position[3], line=int(position[1]), column=int(position[2]))
@@ -199,7 +214,7 @@ class ResultBuilder:
                 self.summary = error.message.splitlines()[0]
         if verdict is None:
             verdict = Verdict.CRASH
-            tail = "\n".join(self.printed[-20:])
+            tail = bounded("\n".join(bounded(line, 500) for line in self.printed[-20:]))
             self.summary = f"TLC exited with code {exit_code} and no verdict"
             self.errors.append(TLCError(message=tail or self.summary))
         counterexample = None
@@ -278,7 +293,7 @@ def sany_error(lines: Sequence[str]) -> tuple[Verdict, TLCError] | None:
             line=int(at[1]) if at else None,
             column=int(at[2]) if at else None,
         )
-        return Verdict.PARSE_ERROR, TLCError(message=message, location=location)
+        return Verdict.PARSE_ERROR, TLCError(message=bounded(message), location=location)
     missing = _MISSING_MODULE.search(text)
     if missing:
         return Verdict.PARSE_ERROR, TLCError(message=missing[0])
@@ -289,5 +304,5 @@ def sany_error(lines: Sequence[str]) -> tuple[Verdict, TLCError] | None:
             after = text[at.end() :].strip().splitlines()
             message = after[0].strip() if after else message
         where = SourceLocation(module=at[3], line=int(at[1]), column=int(at[2])) if at else None
-        return Verdict.SEMANTIC_ERROR, TLCError(message=message, location=where)
+        return Verdict.SEMANTIC_ERROR, TLCError(message=bounded(message), location=where)
     return None

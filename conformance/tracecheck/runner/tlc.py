@@ -21,16 +21,30 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from tracecheck.errors import TracecheckError
 from tracecheck.runner.outcome import ResultBuilder, sany_error
-from tracecheck.runner.results import Progress, TLCResult, Verdict
+from tracecheck.runner.results import Progress, TLCError, TLCResult, Verdict
 from tracecheck.runner.toolchain import Toolchain, toolchain
 from tracecheck.runner.tooloutput import ToolOutputReader
 from tracecheck.tla import cfgfile
 
-__all__ = ["TLCOptions", "run_sany", "run_tlc", "tlc_command"]
+__all__ = [
+    "TLCInterruptedError",
+    "TLCOptions",
+    "cores",
+    "forget_tlc",
+    "kill_group",
+    "resume",
+    "run_sany",
+    "run_tlc",
+    "start_tlc",
+    "stop_all",
+    "tlc_command",
+]
 
 ProgressCallback = Callable[[Progress], None]
 
@@ -40,7 +54,8 @@ class TLCOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    #: Worker threads; ``"auto"`` lets TLC use every core.
+    #: Worker threads, at least 1; ``"auto"``: one per core this process may run on
+    #: (:func:`cores`). TLC 2.15 takes only a number (``-workers auto`` is an error there).
     workers: int | str = 1
     #: Seconds before TLC is killed; ``None`` waits forever.
     timeout: float | None = None
@@ -54,8 +69,10 @@ class TLCOptions(BaseModel):
     traces: int | None = None
     #: TLC's seed (simulation and fingerprint choices), for reproducible runs.
     seed: int | None = None
-    #: Report states without successors as deadlocks (TLC 2.15 cannot set this from a cfg).
-    check_deadlock: bool = True
+    #: Report states without successors as deadlocks. ``None``: as the cfg's ``CHECK_DEADLOCK``
+    #: says, and on when it says nothing (TLC 2.15 cannot read that setting itself: the runner
+    #: reads it, and gives TLC the cfg without it and ``-deadlock`` when it is FALSE).
+    check_deadlock: bool | None = None
     #: Extra TLA+ library folders (``-DTLA-Library``), e.g. ``spec/common``.
     library: tuple[Path, ...] = ()
     #: Flags passed to TLC verbatim, after ours.
@@ -67,6 +84,27 @@ class TLCOptions(BaseModel):
     classpath: tuple[Path, ...] = ()
     #: Name the culprit of a temporal violation by re-checking properties one at a time.
     attribute_properties: bool = True
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, value: int | str) -> int | str:
+        if value == "auto" or (isinstance(value, int) and value >= 1):
+            return value
+        raise ValueError(f"workers is a number from 1 or auto, not {value!r}")
+
+    @property
+    def worker_count(self) -> int:
+        """The number of worker threads TLC gets (``"auto"`` resolved)."""
+        return cores() if self.workers == "auto" else int(self.workers)
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or ``taskset``
+    may narrow), what ``--workers auto`` means."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (no affinity on macOS)
+        return os.cpu_count() or 1
 
 
 def tlc_command(
@@ -86,10 +124,10 @@ def tlc_command(
         cmd[at] = os.pathsep.join([cmd[at], *(str(p) for p in options.classpath)])
     cmd.insert(cmd.index("-cp"), f"-Djava.io.tmpdir={metadir.parent}")
     cmd[1:1] = options.jvm
-    cmd += ["tlc2.TLC", "-tool", "-workers", str(options.workers), "-metadir", str(metadir)]
+    cmd += ["tlc2.TLC", "-tool", "-workers", str(options.worker_count), "-metadir", str(metadir)]
     if cfg is not None:
         cmd += ["-config", str(cfg)]
-    if not options.check_deadlock:
+    if options.check_deadlock is False:
         cmd.append("-deadlock")  # in TLC 2.15 this flag *disables* deadlock checking
     if options.simulate:
         cmd += ["-simulate"] + ([f"num={options.traces}"] if options.traces else [])
@@ -131,10 +169,31 @@ def _run_once(
 ) -> TLCResult:
     metadir = Path(tempfile.mkdtemp(prefix="tlc-meta-"))
     try:
+        cfg, options = _deadlock_setting(spec, cfg, options, metadir)
         cmd = tlc_command(spec, cfg, options, metadir / "m")
         return _execute(cmd, spec.parent, options.timeout, on_progress)
     finally:
         shutil.rmtree(metadir, ignore_errors=True)
+
+
+def _deadlock_setting(
+    spec: Path, cfg: Path | None, options: TLCOptions, folder: Path
+) -> tuple[Path | None, TLCOptions]:
+    """The cfg TLC 2.15 can read and the options with deadlock checking decided: a cfg's
+    ``CHECK_DEADLOCK`` is cut out into a copy in ``folder`` and becomes the option, unless the
+    option was given."""
+    path = cfg or spec.with_suffix(".cfg")
+    if not path.is_file():
+        return cfg, options
+    text = path.read_text(encoding="utf-8", errors="replace")
+    setting = cfgfile.check_deadlock(text)
+    if setting is None:
+        return cfg, options
+    copy = folder / path.name
+    copy.write_text(cfgfile.without_check_deadlock(text), encoding="utf-8")
+    if options.check_deadlock is None:
+        options = options.model_copy(update={"check_deadlock": setting})
+    return copy, options
 
 
 def _attribute_property(
@@ -168,7 +227,7 @@ def run_sany(spec: Path, tools: Toolchain | None = None) -> TLCResult:
         cmd, cwd=spec.parent, capture_output=True, text=True, check=False, timeout=600
     )
     lines = (proc.stdout + proc.stderr).splitlines()
-    error = sany_error(lines)
+    error = sany_error(lines) or _sany_failure(lines, proc.returncode)
     verdict = Verdict.SUCCESS if error is None else error[0]
     return TLCResult(
         verdict=verdict,
@@ -181,12 +240,27 @@ def run_sany(spec: Path, tools: Toolchain | None = None) -> TLCResult:
     )
 
 
+def _sany_failure(lines: list[str], exit_code: int) -> tuple[Verdict, TLCError] | None:
+    """What SANY's classified messages miss: a non-zero exit (a fatal error while parsing, a
+    missing file) or a run that never printed SANY's banner (the jar is not TLA+'s tools)."""
+    banner = any(line.startswith("****** SANY2 Version") for line in lines)
+    if exit_code == 0 and banner:
+        return None
+    said = [line.strip() for line in lines if line.strip() and not line.startswith("******")]
+    detail = " / ".join(said[-3:])[:500] or f"exit code {exit_code}"
+    if not banner:
+        return Verdict.CRASH, TLCError(
+            message=f"this is not SANY (is the jar TLA+'s tools?): {detail}"
+        )
+    return Verdict.PARSE_ERROR, TLCError(message=detail)
+
+
 def _execute(
     cmd: list[str], cwd: Path, timeout: float | None, on_progress: ProgressCallback | None
 ) -> TLCResult:
     builder = ResultBuilder(cmd, on_progress)
     reader = ToolOutputReader(builder.message, builder.text)
-    with subprocess.Popen(
+    with _RUNNING.start(
         cmd,
         cwd=cwd,
         stdout=subprocess.PIPE,
@@ -197,13 +271,98 @@ def _execute(
         start_new_session=True,  # so a timeout can kill the JVM and anything it started
     ) as proc:
         killer = _Killer(proc, timeout)
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            reader.feed(line)
-        reader.close()
-        exit_code = proc.wait()
-        killer.cancel()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                reader.feed(line)
+            reader.close()
+            exit_code = proc.wait()
+        except BaseException:
+            # an interrupt (or any error) while TLC runs: TLC must not outlive us
+            _kill_group(proc)
+            raise
+        finally:
+            killer.cancel()
+            _RUNNING.forget(proc)
+    if _RUNNING.stopped:
+        raise TLCInterruptedError("stopped by a signal")
     return builder.finish(exit_code, timed_out=killer.fired)
+
+
+class TLCInterruptedError(TracecheckError):
+    """TLC was stopped because tracecheck got SIGINT or SIGTERM (:func:`stop_all`)."""
+
+
+class _Running:
+    """The TLC processes this process started and has not reaped: what :func:`stop_all` kills."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen[str]] = set()
+        self.stopped = False
+
+    def start(self, cmd: list[str], **kwargs: Any) -> subprocess.Popen[str]:
+        with self._lock:
+            if self.stopped:  # a thread about to start TLC after a signal: it does not
+                raise TLCInterruptedError("stopped by a signal")
+            proc: subprocess.Popen[str] = subprocess.Popen(cmd, **kwargs)
+            self._procs.add(proc)
+            return proc
+
+    def forget(self, proc: subprocess.Popen[str]) -> None:
+        with self._lock:
+            self._procs.discard(proc)
+
+    def resume(self) -> None:
+        with self._lock:
+            self.stopped = False
+
+    def stop(self) -> int:
+        """Kill every running TLC's process group; no TLC starts afterwards."""
+        with self._lock:
+            self.stopped = True
+            procs = list(self._procs)
+        for proc in procs:
+            _kill_group(proc)
+        return len(procs)
+
+
+_RUNNING = _Running()
+
+
+def stop_all() -> int:
+    """Kill every TLC this process is running (their whole process groups) and refuse to start
+    more: what tracecheck does on SIGINT or SIGTERM, before it unwinds (each run's temporary
+    folders are removed as its ``finally`` blocks run). Returns how many were running."""
+    return _RUNNING.stop()
+
+
+def start_tlc(cmd: list[str], cwd: Path, **popen: Any) -> subprocess.Popen[str]:
+    """Start a TLC process in its own session (so its whole group can be killed), registered
+    for :func:`stop_all` until :func:`forget_tlc`; ``popen`` goes to :class:`subprocess.Popen`."""
+    popen.setdefault("start_new_session", True)
+    return _RUNNING.start(cmd, cwd=cwd, **popen)
+
+
+def forget_tlc(proc: subprocess.Popen[str]) -> None:
+    """A process of :func:`start_tlc` is done: :func:`stop_all` no longer kills it."""
+    _RUNNING.forget(proc)
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kill a TLC process and everything it started."""
+    _kill_group(proc)
+
+
+def resume() -> None:
+    """Allow TLC runs again after :func:`stop_all` (a long-lived caller, such as a test run
+    calling the command line again)."""
+    _RUNNING.resume()
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 class _Killer:
@@ -220,8 +379,7 @@ class _Killer:
 
     def _kill(self) -> None:
         self.fired = True
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
+        _kill_group(self._proc)
 
     def cancel(self) -> None:
         if self._timer is not None:

@@ -1,8 +1,14 @@
-"""Just enough of TLC's ``.cfg`` language to list and isolate a model's properties.
+"""Just enough of TLC's ``.cfg`` language to list and isolate a model's properties, and to
+read the ``CHECK_DEADLOCK`` setting TLC 2.15 cannot parse.
 
 TLC 2.15 reports a temporal violation as "Temporal properties were violated." without saying
 which, so when a model checks several properties the runner re-checks them one at a time to
 name the culprit. That needs the property names and a copy of the cfg with a single property.
+
+``CHECK_DEADLOCK FALSE`` (TLC 2.16 and later) is a parse error for 2.15, which knows only the
+command line's ``-deadlock``; the runner reads it (:func:`check_deadlock`) and gives TLC the cfg
+without it (:func:`without_check_deadlock`) and the flag instead.
+
 The teeth rule (tracecheck.runner.teeth) needs every name a protocol's cfgs check.
 """
 
@@ -13,11 +19,13 @@ from pathlib import Path
 
 __all__ = [
     "KEYWORDS",
+    "check_deadlock",
     "checked",
     "checked_in_folder",
     "properties",
     "strip_comments",
     "with_only_property",
+    "without_check_deadlock",
 ]
 
 KEYWORDS = frozenset(
@@ -114,3 +122,17 @@ def with_only_property(text: str, name: str) -> str:
             kept.append(" ".join([keyword, *tokens]))
     kept.append(f"PROPERTY {name}")
     return "\n".join(kept) + "\n"
+
+
+_CHECK_DEADLOCK = re.compile(r"\bCHECK_DEADLOCK\s+(TRUE|FALSE)\b")
+
+
+def check_deadlock(text: str) -> bool | None:
+    """The cfg's ``CHECK_DEADLOCK`` value (the last one given), or None when it sets none."""
+    found = _CHECK_DEADLOCK.findall(strip_comments(text))
+    return None if not found else found[-1] == "TRUE"
+
+
+def without_check_deadlock(text: str) -> str:
+    """The cfg without its ``CHECK_DEADLOCK`` settings (and comments, which mean nothing)."""
+    return _CHECK_DEADLOCK.sub("", strip_comments(text))

@@ -8,11 +8,12 @@ a JSON object is a record, except the tagged forms ``{"#set": [...]}`` (a set),
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tracecheck.tla.values import Record, TLAFunction, TLAValue, format_value, is_identifier
 
-__all__ = ["JsonValueError", "from_json", "tla_text"]
+__all__ = ["MAX_STRING", "JsonValueError", "from_json", "string_problem", "tla_text"]
 
 
 class JsonValueError(ValueError):
@@ -24,9 +25,33 @@ class JsonValueError(ValueError):
         super().__init__(f"{path}: {problem}")
 
 
+#: The longest string a trace value may hold: node names, message types and the like are
+#: short; a megabyte string is a broken or hostile writer, and TLC echoes values it cannot
+#: handle into its error output.
+MAX_STRING = 64 * 1024
+#: Characters a TLA+ string cannot hold: control characters other than the four it escapes
+#: (tab, newline, carriage return, form feed).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def string_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a TLA+ string of a trace, or None."""
+    if len(value) > MAX_STRING:
+        return f"a string of {len(value):,} characters (at most {MAX_STRING:,})"
+    bad = _CONTROL.search(value)
+    if bad is not None:
+        return f"a string with the control character {bad[0]!r}, which TLA+ strings cannot hold"
+    return None
+
+
 def from_json(value: Any, path: str = "$") -> TLAValue:
     """Convert one decoded JSON value into a TLA+ value (see the module docstring)."""
-    if isinstance(value, bool | str):
+    if isinstance(value, str):
+        problem = string_problem(value)
+        if problem is not None:
+            raise JsonValueError(path, problem)
+        return value
+    if isinstance(value, bool):
         return value
     if isinstance(value, int):
         return value
@@ -122,6 +147,8 @@ def _fast(value: Any) -> str:
     if kind is str:
         text = _STRINGS.get(value)
         if text is None:
+            if string_problem(value) is not None:
+                raise _SlowPathError  # (the general path says where)
             if len(_STRINGS) >= _STRINGS_KEPT:
                 _STRINGS.clear()
             text = _STRINGS[value] = '"' + str.translate(value, _ESCAPES) + '"'
@@ -149,6 +176,9 @@ def _fast(value: Any) -> str:
 
 def _text(value: Any, path: str) -> str:
     if isinstance(value, str):
+        problem = string_problem(value)
+        if problem is not None:
+            raise JsonValueError(path, problem)
         return '"' + value.translate(_ESCAPES) + '"'
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"

@@ -23,13 +23,22 @@ from typing import Any, Final, Literal, NamedTuple
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from protoref.tracing import SCHEMA_VERSION, SUPPORTED_SCHEMA_VERSIONS, TraceHeader, trusted
+from protoref.tracing import (
+    SCHEMA_VERSION,
+    SUPPORTED_SCHEMA_VERSIONS,
+    TraceEnd,
+    TraceHeader,
+    trusted,
+)
 from tracecheck.errors import TracecheckError
 from tracecheck.nogc import paused_gc
+from tracecheck.traces.jsonvalue import string_problem
 
 __all__ = [
+    "MAX_LINE",
     "SCHEMA_VERSION",
     "Trace",
+    "TraceEnd",
     "TraceEvent",
     "TraceFormatError",
     "TraceHeader",
@@ -64,6 +73,9 @@ class TraceEvent(BaseModel):
     lamport: int = Field(ge=0)
     args: dict[str, Any] = Field(default_factory=dict)
     post: dict[str, Any] = Field(default_factory=dict)
+    #: Schema 4, a step that takes a message from the network: the node that sent it and its
+    #: Lamport clock at the send (the send is that node's event with that clock).
+    sent_by: tuple[str, int] | None = None
 
 
 class Trace(BaseModel):
@@ -76,6 +88,13 @@ class Trace(BaseModel):
     events: tuple[TraceEvent, ...]
     #: For each event, the file line it came from (1-based), for error messages.
     lines: tuple[int, ...]
+    #: The closing line of a run that finished (schema 4): the checker then also requires the
+    #: spec's quiescence at the trace's last state. None: the run did not say it finished.
+    end: TraceEnd | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.end is not None
 
 
 _HEADER = TypeAdapter(TraceHeader)
@@ -95,10 +114,17 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
     numbers: list[int] = []
     last_seq: dict[str, int] = {}
     last_line = 0
+    end: TraceEnd | None = None
     for number, text in enumerate(lines, start=1):
         last_line = number
         if not text.strip():
             continue
+        if end is not None:
+            raise TraceFormatError(source, number, "a line after the end line (kind=end)")
+        if len(text) > MAX_LINE:
+            raise TraceFormatError(
+                source, number, f"a line of {len(text):,} characters (at most {MAX_LINE:,})"
+            )
         try:
             # orjson: strict JSON (no NaN or Infinity, integers within 64 bits), in C
             raw = orjson.loads(text)
@@ -106,6 +132,9 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
             raise TraceFormatError(source, number, f"bad JSON: {exc.msg}") from exc
         if header is None:
             header = _header(raw, source, number)
+            continue
+        if type(raw) is dict and raw.get("kind") == "end":
+            end = _end(raw, source, number, header, last_seq)
             continue
         event = _event(raw, source, number, header)
         expected = last_seq.get(event.node, 0) + 1
@@ -123,7 +152,52 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
         raise TraceFormatError(source, None, "empty trace: no header line")
     if not events:
         raise TraceFormatError(source, last_line, "trace has a header but no events")
-    return Trace(source=source, header=header, events=tuple(events), lines=tuple(numbers))
+    return Trace(source=source, header=header, events=tuple(events), lines=tuple(numbers), end=end)
+
+
+#: The longest node name a header may give.
+MAX_NODE_NAME = 256
+
+#: The longest line a trace may have, in characters: a post-state of thousands of set
+#: elements is a few hundred kilobytes; a line past this is a broken or hostile writer (a
+#: 50 MB argument once crashed TLC and was echoed back as 52 MB of error text).
+MAX_LINE = 4 * 1024 * 1024
+
+
+_END_MODEL = TypeAdapter(TraceEnd)
+
+
+def _end(
+    raw: dict[str, Any], source: str, number: int, header: TraceHeader, seqs: dict[str, int]
+) -> TraceEnd:
+    """The closing line: only in schema 4, and its ``seqs`` must be what the file logged."""
+    if header.schema_version < _END_VERSION:
+        raise TraceFormatError(
+            source,
+            number,
+            f"an end line (kind=end) needs schema_version {_END_VERSION}, "
+            f"not {header.schema_version}",
+        )
+    try:
+        end = _END_MODEL.validate_python(raw)
+    except ValidationError as exc:
+        raise TraceFormatError(source, number, _problem(exc)) from exc
+    if end.seqs != seqs:
+        lost = {n: (s, seqs.get(n, 0)) for n, s in end.seqs.items() if seqs.get(n, 0) != s}
+        extra = sorted(set(seqs) - set(end.seqs))
+        raise TraceFormatError(
+            source,
+            number,
+            "field seqs: the end line's last seq per node differs from the events read "
+            + "; ".join(f"{n}: {want} said, {got} read" for n, (want, got) in sorted(lost.items()))
+            + (f"; nodes logged but not named: {extra}" if extra else "")
+            + " (lost lines?)",
+        )
+    return end
+
+
+#: The schema version that introduced the end line and ``sent_by``.
+_END_VERSION = 4
 
 
 def _header(raw: object, source: str, number: int) -> TraceHeader:
@@ -144,6 +218,13 @@ def _header(raw: object, source: str, number: int) -> TraceHeader:
         raise TraceFormatError(source, number, _problem(exc)) from exc
     if not header.nodes:
         raise TraceFormatError(source, number, "field nodes: a trace needs at least one node")
+    for field, names in (("nodes", header.nodes), ("environment", header.environment)):
+        for name in names:
+            problem = "empty" if not name else string_problem(name)
+            if problem is None and len(name) > MAX_NODE_NAME:
+                problem = f"{len(name):,} characters (at most {MAX_NODE_NAME})"
+            if problem is not None:
+                raise TraceFormatError(source, number, f"field {field}: a node name is {problem}")
     clash = sorted(set(header.nodes) & set(header.environment))
     if clash:
         raise TraceFormatError(
@@ -152,9 +233,9 @@ def _header(raw: object, source: str, number: int) -> TraceHeader:
     return header
 
 
-#: The keys of an event line, and those without the optional ``args`` and ``post``.
+#: The keys of an event line, and those without the optional ``args``, ``post``, ``sent_by``.
 _EVENT_KEYS: Final = frozenset(TraceEvent.model_fields)
-_REQUIRED_KEYS: Final = _EVENT_KEYS - {"args", "post"}
+_REQUIRED_KEYS: Final = _EVENT_KEYS - {"args", "post", "sent_by"}
 
 
 def _constraint(field: str, name: str) -> Any:
@@ -185,6 +266,10 @@ def _event(raw: object, source: str, number: int, header: TraceHeader) -> TraceE
         raise TraceFormatError(
             source, number, f"field node: {event.node!r} is not among the header's nodes"
         )
+    if event.sent_by is not None and header.schema_version < _END_VERSION:
+        raise TraceFormatError(
+            source, number, f"field sent_by: needs schema_version {_END_VERSION}"
+        )
     return event
 
 
@@ -213,8 +298,18 @@ def _plain_event(raw: object) -> TraceEvent | None:
         and type(post) is dict
     ):
         return None
+    sent_by = raw.get("sent_by")
+    if sent_by is not None:
+        if not (
+            type(sent_by) is list
+            and len(sent_by) == 2
+            and type(sent_by[0]) is str
+            and type(sent_by[1]) is int
+        ):
+            return None
+        sent_by = (sent_by[0], sent_by[1])
     values = {"kind": "event", "event": name, "node": node, "seq": seq, "lamport": lamport}
-    return trusted(TraceEvent, values | {"args": args, "post": post})
+    return trusted(TraceEvent, values | {"args": args, "post": post, "sent_by": sent_by})
 
 
 def _named(name: str) -> bool:
@@ -256,10 +351,12 @@ def peek_trace(path: Path) -> TracePeek:
     a few milliseconds per 10 MB)."""
     try:
         with path.open("rb") as file:
-            first = file.readline()
+            first = file.readline(MAX_LINE + 1)
             rest = sum(block.count(b"\n") for block in iter(lambda: file.read(1 << 20), b""))
     except OSError as exc:
         raise TraceFormatError(str(path), None, f"cannot read: {exc.strerror}") from exc
+    if len(first) > MAX_LINE:
+        raise TraceFormatError(str(path), 1, f"a line of more than {MAX_LINE:,} characters")
     if not first.strip():
         # the loader says what is wrong with it (empty, or a blank first line)
         trace = load_trace(path)
@@ -297,9 +394,18 @@ def merge_traces(traces: Sequence[Trace]) -> Trace:
                 "<merge>", line, f"event {event.node}#{event.seq} appears in two logs"
             )
         seen.add((event.node, event.seq))
+    # The run finished when every process's log says so; their end lines name disjoint nodes.
+    end = None
+    if all(t.end is not None for t in traces):
+        seqs: dict[str, int] = {}
+        for trace in traces:
+            assert trace.end is not None
+            seqs |= trace.end.seqs
+        end = TraceEnd(seqs=seqs)
     return Trace(
         source="+".join(t.source for t in traces),
         header=first,
         events=tuple(e for _, e, _ in merged),
         lines=tuple(line for _, _, line in merged),
+        end=end,
     )

@@ -48,7 +48,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import CoreSchema
 
 from protoref.tracing import DELTA_OR_WHOLE, tla_set_in
-from tracecheck.traces.load import Trace, TraceFormatError
+from tracecheck.traces.load import Trace, TraceEvent, TraceFormatError
 
 __all__ = ["check_events"]
 
@@ -114,7 +114,7 @@ def check_events(trace: Trace, adapter: TypeAdapter[Any]) -> None:
         # a copy of the event's fields as they are: TraceEvent has no private attributes and
         # no extras, so its __dict__ is dict(event) (which cost 8 µs: dict() first looks for a
         # keys() method, and pydantic's __getattr__ builds an AttributeError for it)
-        fields = dict(event.__dict__)
+        fields = _fields(event)
         name = fields["event"]
         sets = live.get(name)
         post = fields["post"]
@@ -154,7 +154,7 @@ def check_events(trace: Trace, adapter: TypeAdapter[Any]) -> None:
         except ValidationError:
             # the error as the schema reports it for the event as logged (the reduced sets
             # would put another element's index into the field's path)
-            _check_whole(trace, line, validate, dict(event.__dict__))
+            _check_whole(trace, line, validate, _fields(event))
             continue  # not reached: the reduced event is valid when the whole one is
         for where, slot, memo, new in gained:
             slots[where] = slot
@@ -207,6 +207,15 @@ def _cut(
     get = memo.get
     new = [(c, x) for c, x in zip(fresh_codes, fresh, strict=True) if get(c, _MISSING) != x]
     return (items, code, codes, number), new
+
+
+def _fields(event: TraceEvent) -> dict[str, Any]:
+    """The event's fields as logged: ``sent_by`` (schema 4, on a step that takes a message)
+    only when it was."""
+    fields = dict(event.__dict__)
+    if fields["sent_by"] is None:
+        del fields["sent_by"]
+    return fields
 
 
 def _check_whole(trace: Trace, line: int, validate: Any, fields: dict[str, Any]) -> None:

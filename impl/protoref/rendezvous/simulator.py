@@ -31,7 +31,15 @@ from protoref.rendezvous.ops import Op
 from protoref.rendezvous.state import EMPTY_STATE, NodeDesc, RendezvousSettings, RendezvousState
 from protoref.rendezvous.store import InMemoryStore
 from protoref.rendezvous.trace import CLOCK_NODE, make_event
-from protoref.tracing import JsonlSink, NodeClock, NullSink, TraceHeader, TraceSink, tla_set
+from protoref.tracing import (
+    JsonlSink,
+    NodeClock,
+    NullSink,
+    TraceEnd,
+    TraceHeader,
+    TraceSink,
+    tla_set,
+)
 
 __all__ = ["RunSummary", "SimConfig", "Simulator", "main"]
 
@@ -58,6 +66,11 @@ class SimConfig:
     max_rejoins: int = 2  # finished nodes call next_rendezvous again at most this often in all
     close_after: int = 10  # set_closed is possible from this tick on
     read_only_syncs: bool = False  # idle/stopped nodes call is_closed() (ReadOnlySyncs)
+    #: A participant that calls next_rendezvous again may stall past its exit op's deadline (a
+    #: GC pause, a slow store): the exit op then times out (ExitDecision's ErrorTimeout), a
+    #: path random runs seldom reach. Off by default (it changes the random choices); the
+    #: campaigns turn it on.
+    stalls: bool = False
     check_invariants: bool = False
 
     def settings(self) -> RendezvousSettings:
@@ -147,6 +160,11 @@ class Simulator:
             environment=(CLOCK_NODE,),
         )
 
+    def _end_record(self) -> TraceEnd:
+        """The end line: the last seq of every node (and the clock) that logged an event."""
+        clocks = {**{str(n): c for n, c in self.clocks.items()}, CLOCK_NODE: self.tick_clock}
+        return TraceEnd(seqs={n: c.seq for n, c in clocks.items() if c.seq})
+
     # ------------------------------------------------------------------ observation
 
     def store_state(self) -> RendezvousState:
@@ -209,6 +227,13 @@ class Simulator:
         r.holder.sync(self.now)
         self._observe("ReadOnlySync", r, self.now)
 
+    def rejoin_stalled(self, r: NodeRunner) -> None:
+        """A participant calls next_rendezvous again and stalls (``Tick``s, nobody acts) until
+        its exit op's deadline is behind it: the exit op times out (``ExitDecision``)."""
+        self.next_rendezvous(r)
+        while self.now <= r.deadline:
+            self.tick()
+
     def crash(self, r: NodeRunner) -> None:
         self.crashes += 1
         r.crash(self.now)
@@ -226,6 +251,8 @@ class Simulator:
             if r.result is Result.OK:
                 if self.rejoins < c.max_rejoins:
                     opts.append((0.05, partial(self.next_rendezvous, r)))
+                    if c.stalls:
+                        opts.append((0.05, partial(self.rejoin_stalled, r)))
                 if self._heartbeat_due(r.node, cur):
                     opts.append((2.0, partial(self.keep_alive_timer, r)))
             if r.node in self.closers and not cur.closed and self.now >= c.close_after:
@@ -258,6 +285,9 @@ class Simulator:
         """Up to ``steps`` scheduler steps; then close the trace."""
         for _ in range(steps):
             if not self.step():
+                # Every node stopped or crashed: the run finished (schema 4's end line), and
+                # the checker requires the spec's quiescence after its last event.
+                self.sink.end(self._end_record())
                 break
         self.sink.close()
         results = {str(n): r.result.value for n, r in self.runners.items()}

@@ -39,6 +39,8 @@ __all__ = ["BenchResult", "main", "run_ours", "run_torch"]
 START: Final = "<!-- bench:rref-runtime:start -->"
 END: Final = "<!-- bench:rref-runtime:end -->"
 SECRET_ENV: Final = "PROTOREF_RPC_SECRET"
+#: The note of a run that failed (a skip, torch not installed, is no failure).
+NOT_MEASURED: Final = "not measured: "
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def run_torch(rounds: int, warmup: int, limit: float = 300.0) -> BenchResult:
         out, _ = driver.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
         return BenchResult(
-            name, rounds, None, f"not measured: the torch run exceeded {limit:.0f} s"
+            name, rounds, None, f"{NOT_MEASURED}the torch run exceeded {limit:.0f} s"
         )
     finally:
         for proc in (driver, worker):
@@ -137,7 +139,7 @@ def run_torch(rounds: int, warmup: int, limit: float = 300.0) -> BenchResult:
             proc.wait()
     if driver.returncode != 0 or not out.strip():
         return BenchResult(
-            name, rounds, None, f"not measured: torch driver exit {driver.returncode}"
+            name, rounds, None, f"{NOT_MEASURED}torch driver exit {driver.returncode}"
         )
     measured = json.loads(out.strip().splitlines()[-1])
     return BenchResult(name, rounds, float(measured["seconds"]), cpu=float(measured["cpu"]))
@@ -231,6 +233,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         results += [run_ours(args.rounds, args.warmup), run_torch(args.rounds, args.warmup)]
     block = table(results)
     print(block)
+    failed = [
+        f"{r.name}: {r.note}"
+        for r in results
+        if r.seconds is None and r.note.startswith(NOT_MEASURED)
+    ]
+    if failed and args.out is not None:
+        # A benchmark never writes a failed run into the docs: the previous figures stay.
+        print(f"{len(failed)} run(s) failed ({'; '.join(failed)}): {args.out} unchanged")
+        return 1
     if args.out is not None:
         write_marked(args.out, block)
     return 0

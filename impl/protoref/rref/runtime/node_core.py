@@ -174,6 +174,8 @@ class NodeCore:
                     self.ctx,
                     delivered=delivered,
                     before=before,
+                    # schema 4: a delivered message names its send (sender, its clock then)
+                    sent_by=None if delivered is None or stamp is None else (delivered.src, stamp),
                 )
             )
         if send:

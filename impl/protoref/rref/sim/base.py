@@ -28,6 +28,7 @@ from protoref.tracing import (
     JsonlSink,
     NodeClock,
     NullSink,
+    TraceEnd,
     TraceHeader,
     TraceSink,
     tla_set,
@@ -83,6 +84,10 @@ class SimConfig:
     #: broke); only the retry's copy can still arrive. Off by default: with it on, the random
     #: choices differ from step one, so every seed's trace would be another one.
     lose_first_attempts: bool = False
+    #: Rare paths on purpose (protoref.rref.sim.rare): the application sometimes misuses a
+    #: timed-out UserRRef, or shares one whose rpc.remote call is slow. Off by default, for
+    #: the same reason as ``lose_first_attempts``; the campaigns turn it on.
+    rare_paths: bool = False
 
 
 @dataclass(slots=True, eq=False)
@@ -135,6 +140,7 @@ class SimBase:
         self.clocks = {w: NodeClock() for w in self.workers}
         self.barrier_clock = NodeClock()
         self.leaks: list[tuple[WorkerId, Leak]] = []
+        self.refused = 0  # application calls the core refused (rare_paths' misuse)
         # History the invariants read, kept in test mode only (``check_invariants``): for R4
         # (not protocol state), distinct RREF_USER_DELETEs sent per ForkId, and ForkIds that
         # ever left a ``deleted`` set (deletedOnOwner_ must be monotone); and the spec's
@@ -210,6 +216,11 @@ class SimBase:
             },
         )
 
+    def end_record(self) -> TraceEnd:
+        """The end line: the last seq of every node (and the barrier) that logged an event."""
+        clocks = {**self.clocks, BARRIER: self.barrier_clock}
+        return TraceEnd(seqs={n: c.seq for n, c in clocks.items() if c.seq})
+
     # ------------------------------------------------------------------ core plumbing
 
     def world(self) -> invariants.World:
@@ -254,11 +265,24 @@ class SimBase:
             self.leaks += ((w, leak) for leak in leaks)
         # _record, inlined (once per event).
         self.counts[action.action] += 1
+        # A delivered message's event names its send (schema 4): the sender and its clock then.
         if self._emit_line is not None:
-            self._emit_line(self._encoder.line(action, w, seq, lamport, state, delivered, before))
+            self._emit_line(
+                self._encoder.line(action, w, seq, lamport, state, delivered, before, stamp)
+            )
         elif self._tracing:
+            sent_by = None if delivered is None or stamp is None else (delivered.src, stamp)
             self.sink.emit(
-                make_event(action, w, seq, lamport, state, delivered=delivered, before=before)
+                make_event(
+                    action,
+                    w,
+                    seq,
+                    lamport,
+                    state,
+                    delivered=delivered,
+                    before=before,
+                    sent_by=sent_by,
+                )
             )
         if self._check:
             invariants.check(self.world(), seed=self.seed)

@@ -21,6 +21,7 @@ from itertools import accumulate
 from protoref.errors import LeakError
 from protoref.rref import invariants
 from protoref.rref.sim.base import _NO_OPTIONS, MAX_DRAIN_STEPS, Mode, Options, RunSummary
+from protoref.rref.sim.rare import RarePaths
 from protoref.rref.sim.shutdown import ShutdownSteps
 from protoref.rref.sim.system import SystemSteps
 from protoref.rref.sim.workload import Workload
@@ -28,7 +29,7 @@ from protoref.rref.sim.workload import Workload
 __all__ = ["Simulator"]
 
 
-class Simulator(Workload, ShutdownSteps, SystemSteps):
+class Simulator(Workload, ShutdownSteps, SystemSteps, RarePaths):
     """N RRef workers ``w0..w{N-1}`` driven by one seeded scheduler."""
 
     # ------------------------------------------------------------------ scheduling
@@ -39,6 +40,9 @@ class Simulator(Workload, ShutdownSteps, SystemSteps):
         Options are listed in a deterministic order (sets are sorted: string hashing is salted per
         process), so the seed alone fixes the run.
         """
+        if mode == "workload" and self.config.rare_paths and self._rare_step():
+            self.now += 1
+            return True
         app = mode == "workload" or self._app_enabled(mode)
         if app and self._deliverable():
             # Some system step is enabled, so the coin decides; the system options are listed
@@ -97,6 +101,10 @@ class Simulator(Workload, ShutdownSteps, SystemSteps):
     def finish(self) -> RunSummary:
         """Drain, then check leak-free quiescence (R9); close the trace."""
         self.drain()
+        # No step is enabled any more: the run finished (schema 4's end line), and the checker
+        # requires the spec's quiescence at the trace's last state. Written before our own
+        # leak check, so a run that ends leaking says it ended (and is rejected there).
+        self.sink.end(self.end_record())
         invariants.check_leak_free(self.world(), seed=self.seed)
         self.sink.close()
         return RunSummary(

@@ -44,6 +44,12 @@ class ShutdownSteps(SimBase):
         """RRef.tla ``DestroyInstance(w)``: agent.join, then destroyInstance."""
         active = sum(1 for e in self.net if w in (e.msg.src, e.msg.dst))
         swept = all(ctx.phase != "running" for ctx in self.contexts.values())
+        # agent.join hears from every worker (it waits for every call of the group to finish,
+        # TensorPipeAgent::join's all-gather), so its step follows every worker's events so
+        # far: its clock follows theirs, and logs merged by clock put it after the deliveries
+        # it waited for (with its own clock, a destroy sorted before them was refused).
+        clock = self.clocks[w]
+        clock.lamport = max(c.lamport for c in self.clocks.values())
         self._apply(w, base.machine.destroy_instance, (active, swept))
 
     def _shutdown_options(self) -> list[tuple[float, Callable[[], object]]]:
@@ -89,6 +95,10 @@ class ShutdownSteps(SimBase):
                 return
             # Until then, the barrier's and the sweeps' steps are offered with the others.
             if not self.step("shutdown"):
+                # Stuck: no step is enabled, so nothing will ever happen again. The run is
+                # over and its trace says so (the end line); the checker then finds the
+                # spec state after the last event not quiescent (a context never destroyed).
+                self.sink.end(self.end_record())
                 break
         phases = {w: ctx.phase for w, ctx in self.contexts.items()}
         raise LeakError("ShutdownCompletesProp", f"shutdown stuck: {phases}", seed=self.seed)

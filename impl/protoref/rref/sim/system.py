@@ -49,6 +49,11 @@ class SystemSteps(SimBase):
         make = type(m).make
         env.msg = make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=1)
         env.retryable = False
+        # The first attempt becomes the dup-1 copy at this step (RRef.tla RetrySend puts both
+        # copies in net), so it carries this step's clock: with the send's old stamp, a
+        # receiver's clock could fall below the retry's, and logs split per node and merged
+        # by clock put the receipt before the retry (the checker rejected the merge).
+        env.stamp = lamport
         self._send(make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=2), lamport)
         self._record(RetrySendArgs.of(m), m.src, seq, lamport, self.contexts[m.src])
 

@@ -121,11 +121,16 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
     """Python source of ``make(A, delta, grown, grown_users, message)``, which returns the
     function that renders one action's events: one f-string holding every field of the line, a
     set that did not change since the node's slot written as the constant unchanged delta."""
-    lines = ["def encode(a, node, seq, lamport, d, delivered, S, b, R):"]
-    if any(kind == _DELIVERED for _, _, kind in post_layout):
+    lines = ["def encode(a, node, seq, lamport, d, delivered, S, b, R, t):"]
+    receives = any(kind == _DELIVERED for _, _, kind in post_layout)
+    if receives:
         lines.append("    if delivered is None:")
         message = f"{name} logs the delivered message; none was given"
         lines.append(f"        raise ValueError({message!r})")
+        # sent_by (schema 4): the message's sender and its clock at the send, when known
+        lines.append(
+            "    sb = '' if t is None else ',\"sent_by\":[' + A[delivered.src] + ',' + str(t) + ']'"
+        )
     if any(kind in (_ADDED, _USERS_ADDED, _DELTA) for _, _, kind in post_layout):
         # (a delta is computed from the slot, but the event's contract, make_event's, needs it)
         lines.append("    if b is None:")
@@ -157,7 +162,9 @@ def _source(name: str, args_layout: Layout, post_layout: Layout) -> str:
     prefix = '{"kind":"event","event":' + _json_str(name) + ',"node":'
     body = (
         _lit(prefix)
-        + '{A[node]},"seq":{seq!s},"lamport":{lamport!s},"args":{{'
+        + '{A[node]},"seq":{seq!s},"lamport":{lamport!s}'
+        + ("{sb}" if receives else "")
+        + ',"args":{{'
         + ",".join(arg_parts)
         + '}},"post":{{'
         + ",".join(post_parts)
@@ -308,11 +315,13 @@ class EventEncoder:
         ctx: RRefContext,
         delivered: Message | None = None,
         before: RRefContext | None = None,
+        sent_at: int | None = None,
     ) -> str:
         """The event's JSON line (no newline). ``delivered`` and ``before`` (the pre-state, for
         the history variables; required wherever :func:`make_event` requires it) may be passed
         by position (the simulator does: a keyword argument costs a little more on every
-        event)."""
+        event); ``sent_at``, the sender's clock at the delivered message's send, makes the
+        line's ``sent_by`` (make_event's ``sent_by=(delivered.src, sent_at)``)."""
         slots = self._slots.get(node)
         if slots is None:
             slots = self._slots[node] = dict.fromkeys(DELTAS, _NOTHING)
@@ -326,6 +335,7 @@ class EventEncoder:
             slots,
             None if before is None else before.__dict__,
             self._records,
+            sent_at,
         )
 
 

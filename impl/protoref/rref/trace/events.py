@@ -32,6 +32,19 @@ __all__ = [
 ]
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class ReceiveEvent(TraceEventBase):
+    """An event of a step that takes a message from the network (the handlers): since trace
+    schema 4 it names the message's send, ``sent_by`` = the sender and its Lamport clock at
+    the send, so the checker can hold the clocks to causality (``--merge`` orders by them).
+    Absent (not written) when the producer does not know it."""
+
+    sent_by: tuple[str, int] | None = Field(default=None, exclude_if=_absent)
+
+
 class CreateLocalRRef(TraceEventBase):
     event: Literal["CreateLocalRRef"] = "CreateLocalRRef"
     args: a.CreateLocalRRefArgs
@@ -92,61 +105,61 @@ class DelUser(TraceEventBase):
     post: p.DelUserPost
 
 
-class AssignOwnerRRef(TraceEventBase):
+class AssignOwnerRRef(ReceiveEvent):
     event: Literal["AssignOwnerRRef"] = "AssignOwnerRRef"
     args: a.AssignOwnerRRefArgs
     post: p.AssignOwnerRRefPost
 
 
-class ConfirmPendingUser(TraceEventBase):
+class ConfirmPendingUser(ReceiveEvent):
     event: Literal["ConfirmPendingUser"] = "ConfirmPendingUser"
     args: a.ConfirmPendingUserArgs
     post: p.ConfirmPendingUserPost
 
 
-class FinishCreatingOwnerRRef(TraceEventBase):
+class FinishCreatingOwnerRRef(ReceiveEvent):
     event: Literal["FinishCreatingOwnerRRef"] = "FinishCreatingOwnerRRef"
     args: a.FinishCreatingOwnerRRefArgs
     post: p.FinishCreatingOwnerRRefPost
 
 
-class RetrieveOwnerRRef(TraceEventBase):
+class RetrieveOwnerRRef(ReceiveEvent):
     event: Literal["RetrieveOwnerRRef"] = "RetrieveOwnerRRef"
     args: a.RetrieveOwnerRRefArgs
     post: p.RetrieveOwnerRRefPost
 
 
-class ReceiveFetchRet(TraceEventBase):
+class ReceiveFetchRet(ReceiveEvent):
     event: Literal["ReceiveFetchRet"] = "ReceiveFetchRet"
     args: a.ReceiveFetchRetArgs
     post: p.ReceiveFetchRetPost
 
 
-class GetOrCreateRRef(TraceEventBase):
+class GetOrCreateRRef(ReceiveEvent):
     event: Literal["GetOrCreateRRef"] = "GetOrCreateRRef"
     args: a.GetOrCreateRRefArgs
     post: p.GetOrCreateRRefPost
 
 
-class AddForkOfOwnerIfNotPresent(TraceEventBase):
+class AddForkOfOwnerIfNotPresent(ReceiveEvent):
     event: Literal["AddForkOfOwnerIfNotPresent"] = "AddForkOfOwnerIfNotPresent"
     args: a.AddForkOfOwnerIfNotPresentArgs
     post: p.AddForkOfOwnerIfNotPresentPost
 
 
-class FinishForkRequest(TraceEventBase):
+class FinishForkRequest(ReceiveEvent):
     event: Literal["FinishForkRequest"] = "FinishForkRequest"
     args: a.FinishForkRequestArgs
     post: p.FinishForkRequestPost
 
 
-class DelPendingChild(TraceEventBase):
+class DelPendingChild(ReceiveEvent):
     event: Literal["DelPendingChild"] = "DelPendingChild"
     args: a.DelPendingChildArgs
     post: p.DelPendingChildPost
 
 
-class DelForkOfOwner(TraceEventBase):
+class DelForkOfOwner(ReceiveEvent):
     event: Literal["DelForkOfOwner"] = "DelForkOfOwner"
     args: a.DelForkOfOwnerArgs
     post: p.DelForkOfOwnerPost
@@ -301,6 +314,7 @@ def make_event(
     *,
     delivered: Message | None = None,
     before: RRefContext | None = None,
+    sent_by: tuple[str, int] | None = None,
 ) -> Any:
     """The trace event of ``args``'s action, with ``ctx`` (the acting node's post-state),
     ``before`` (its pre-state, for what the step added to history variables and changed in the
@@ -329,13 +343,14 @@ def make_event(
             values[name] = delta(name, before, ctx)
         else:
             values[name] = getattr(ctx, name)
-    event = {
+    event: dict[str, Any] = {
         "kind": "event",
         "event": args.action,
         "node": node,
         "seq": seq,
         "lamport": lamport,
-        "args": args,
-        "post": trusted(post_cls, values),
     }
+    if issubclass(cls, ReceiveEvent):  # (trusted wants every field, in field order)
+        event["sent_by"] = sent_by
+    event |= {"args": args, "post": trusted(post_cls, values)}
     return trusted(cls, event)
