@@ -149,7 +149,15 @@ def torch_timing(
     def delay(seconds: float | tuple[float, float]) -> None:
         if isinstance(seconds, tuple):  # torch: random.uniform(*seconds)
             seconds = rng.uniform(*seconds)
+        start = time.monotonic()
         if hook is not None and hook(acting_node(), seconds):
+            # A held delay still lasts at least what torch asked for: a forced schedule only
+            # lengthens a sleep. Returning early let a sleeper wake in the tick it fell asleep
+            # in, which torch cannot do and DynamicRendezvous.tla's SyncReady forbids (on a
+            # quiet machine the other node's steps took less than one tick).
+            rest = seconds * clock.tick_real - (time.monotonic() - start)
+            if seconds >= 0.01 and rest > 0:
+                time.sleep(rest)
             return
         if seconds >= 0.01:  # torch ignores delays under 10 ms
             clock.sleep(seconds)
