@@ -23,7 +23,6 @@ import importlib
 import json
 import os
 import platform
-import re
 import secrets
 import statistics
 import subprocess
@@ -256,14 +255,18 @@ def table(results: Sequence[RoundResult], sim: Sequence[tuple[str, int, float]])
 
 
 def write_marked(path: Path, block: str) -> None:
+    """Replace the marked block in ``path``, or append it under its heading."""
+    from tracecheck.campaigns.bench import write_marked as write  # noqa: PLC0415 - only --out
+
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _m: block, text)
-    else:
-        heading = "## Distributed autograd: a round vs torch, simulator speed\n\n"
-        text = text.rstrip("\n") + ("\n\n" if text else "") + heading + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    write(
+        path,
+        block
+        if START in text
+        else "## Distributed autograd: a round vs torch, simulator speed\n\n" + block,
+        START,
+        END,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

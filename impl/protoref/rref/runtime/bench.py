@@ -20,7 +20,6 @@ import json
 import operator
 import os
 import platform
-import re
 import secrets
 import statistics
 import subprocess
@@ -207,14 +206,16 @@ def table(results: Sequence[BenchResult]) -> str:
 
 
 def write_marked(path: Path, block: str) -> None:
+    """Replace the marked block in ``path``, or append it under its heading."""
+    from tracecheck.campaigns.bench import write_marked as write  # noqa: PLC0415 - only --out
+
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _m: block, text)
-    else:
-        heading = "## RRef runtime: remote + to_here round trips\n\n"
-        text = text.rstrip("\n") + ("\n\n" if text else "") + heading + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    write(
+        path,
+        block if START in text else "## RRef runtime: remote + to_here round trips\n\n" + block,
+        START,
+        END,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
