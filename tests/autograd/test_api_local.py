@@ -11,7 +11,7 @@ import pytest
 
 import protoref.autograd as dist_autograd
 from protoref.autograd import Tensor, tensor
-from protoref.autograd.local import LocalWorld
+from protoref.autograd.runtime.local import LocalWorld
 from protoref.optim import SGD, DistributedOptimizer
 
 WORLD: LocalWorld | None = None

@@ -14,8 +14,8 @@ import pytest
 import protoref.autograd as dist_autograd
 from protoref import rpc
 from protoref.autograd import tensor
-from protoref.rref.runtime.agent import Agent
-from protoref.rref.runtime.demo import free_port
+from protoref.rpc.agent import Agent
+from protoref.rpc.options import free_port
 from support import autograd_udfs as udfs
 from support.rref_runtime import SECRET, SPEC_ROOT, TIMEOUT, eventually, stop_world
 from tracecheck.protocols.autograd import AUTOGRAD

@@ -12,9 +12,9 @@ import pytest
 
 from protoref import rpc
 from protoref.errors import ProtocolError
+from protoref.rpc.agent import new_loop
+from protoref.rpc.errors import CodecError, RPCError, UnresolvableFunctionError
 from protoref.rref.runtime import udfs
-from protoref.rref.runtime.agent import new_loop
-from protoref.rref.runtime.errors import CodecError, RPCError, UnresolvableFunctionError
 from support.rref_runtime import (
     TIMEOUT,
     eventually,

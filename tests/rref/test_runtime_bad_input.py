@@ -11,11 +11,10 @@ import pytest
 from protoref import rpc
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime import udfs, wire
-from protoref.rref.runtime.agent import Agent
-from protoref.rref.runtime.errors import (
+from protoref.rpc import frames as fr
+from protoref.rpc import wire
+from protoref.rpc.agent import Agent
+from protoref.rpc.errors import (
     AuthenticationError,
     FrameError,
     FrameTooLargeError,
@@ -23,6 +22,8 @@ from protoref.rref.runtime.errors import (
     ReplayError,
     UnknownFrameError,
 )
+from protoref.rref.core import events as ev
+from protoref.rref.runtime import udfs
 from support.rref_runtime import SECRET, eventually, world
 
 MAX = 4096

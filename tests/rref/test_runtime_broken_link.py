@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from protoref import rpc
+from protoref.rpc.agent import Agent
 from protoref.rref.runtime import udfs
-from protoref.rref.runtime.agent import Agent
 from support.rref_runtime import (
     TIMEOUT,
     eventually,

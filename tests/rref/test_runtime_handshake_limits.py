@@ -10,10 +10,11 @@ from collections.abc import Iterator
 import pytest
 
 from protoref import rpc
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime import transport, udfs, wire
-from protoref.rref.runtime.agent import Agent
-from protoref.rref.runtime.errors import HandshakeLimitError
+from protoref.rpc import frames as fr
+from protoref.rpc import transport, wire
+from protoref.rpc.agent import Agent
+from protoref.rpc.errors import HandshakeLimitError
+from protoref.rref.runtime import udfs
 from support.rref_runtime import SECRET, eventually, world
 
 MIB = 1 << 20

@@ -7,8 +7,8 @@ import concurrent.futures as cf
 from typing import Any
 
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
+from protoref.rpc import frames as fr
+from protoref.rref.core import events as ev
 from protoref.rref.runtime.node import PENDING, Node
 from protoref.rref.trace import EVENT_ADAPTER
 from protoref.tracing import MemorySink, SetDelta, encode_line

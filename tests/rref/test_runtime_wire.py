@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime import wire
-from protoref.rref.runtime.codec import decode_value, encode_value
-from protoref.rref.runtime.errors import (
+from protoref.rpc import frames as fr
+from protoref.rpc import wire
+from protoref.rpc.codec import decode_value, encode_value
+from protoref.rpc.errors import (
     AuthenticationError,
     CodecError,
     FrameTooLargeError,
@@ -21,7 +20,8 @@ from protoref.rref.runtime.errors import (
     UnknownFrameError,
     UnresolvableFunctionError,
 )
-from protoref.rref.runtime.udf import qualified_name, resolve
+from protoref.rpc.udf import qualified_name, resolve
+from protoref.rref.core import events as ev
 from protoref.rref.runtime.udfs import add
 
 KEY = wire.session_key(b"secret", "w1", "aa", "bb")

@@ -181,7 +181,7 @@ AUTOGRAD = ProtocolMap(
     module="DistAutograd",
     constants={name: f"{{settings[{name}]}}" for name in _SETTINGS},
     derive=_budgets,
-    event_schema="protoref.autograd.trace:EVENT_ADAPTER",
+    event_schema="protoref.autograd.trace.events:EVENT_ADAPTER",
     actions=tuple(
         ActionMap(
             event=event,
@@ -204,7 +204,7 @@ def simulate(seed: int, steps: int, out: Path) -> None:
     worker). All runs share one configuration of the spec's constants (worker 0 may crash),
     so a campaign validates in one batch.
     """
-    from protoref.autograd.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
+    from protoref.autograd.sim.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
     crash = seed % 4 == 0

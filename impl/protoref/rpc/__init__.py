@@ -8,12 +8,12 @@ rpc_backend_options=None)``, ``rpc_sync``/``rpc_async``/``remote`` (to a name, a
 ``local_value``, ``is_owner``, ``confirmed_by_owner``, and the helpers ``rpc_sync()``,
 ``rpc_async()``, ``remote()``), :mod:`.functions` (``async_execution``),
 :class:`TensorPipeRpcBackendOptions` and :class:`BackendType`. rpc_async returns a
-:class:`protoref.futures.Future` (torch.futures.Future's methods).
+:class:`protoref.rpc.futures.Future` (torch.futures.Future's methods).
 
 What differs (docs/divergences.md): functions travel by name (``module:qualname``; a script's
 own functions as ``__main__:name``, found in the callee's ``__main__`` as pickle finds them),
 values as JSON or through an explicit :class:`Codec`, never pickled; peers authenticate with a
-secret, found without configuration on one host (:mod:`protoref.rref.runtime.secret`) and
+secret, found without configuration on one host (:mod:`protoref.rpc.secret`) and
 required across hosts; ``shutdown`` returns a :class:`ShutdownReport`. ``PROTOREF_RPC_TRACE_DIR``
 makes every worker write its RRef trace there (``<name>.ndjson``). Our own keywords after
 torch's: ``secret``, ``master_addr``, ``master_port``, ``options`` (:class:`RpcOptions`),
@@ -31,8 +31,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from protoref.futures import Future
 from protoref.rpc import functions
+from protoref.rpc.agent import Agent, RpcFuture, RpcOptions, ShutdownReport, current_agent
 from protoref.rpc.backend import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     UNSET_RPC_TIMEOUT,
@@ -41,9 +41,8 @@ from protoref.rpc.backend import (
     TensorPipeRpcBackendOptions,
     master_of,
 )
-from protoref.rref.runtime.agent import Agent, RpcFuture, RpcOptions, ShutdownReport, current_agent
-from protoref.rref.runtime.codec import Codec
-from protoref.rref.runtime.errors import (
+from protoref.rpc.codec import Codec
+from protoref.rpc.errors import (
     CodecError,
     PeerDeadError,
     PeerDiscoveryError,
@@ -52,8 +51,9 @@ from protoref.rref.runtime.errors import (
     RPCTimeoutError,
     UnresolvableFunctionError,
 )
+from protoref.rpc.futures import Future
+from protoref.rpc.secret import SecretFileError, resolve_secret
 from protoref.rref.runtime.handle import RRef, WorkerInfo
-from protoref.rref.runtime.secret import SecretFileError, resolve_secret
 
 #: A folder: every worker writes its trace there as ``<name>.ndjson`` (an unchanged torch
 #: program's runs can be traced and checked with ``tracecheck validate --merge``).

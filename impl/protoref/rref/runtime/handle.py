@@ -14,7 +14,7 @@ import weakref
 from typing import Any, Generic, TypeVar
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref.runtime.current import Worker, WorkerInfo, current_worker
+from protoref.rpc.current import Worker, WorkerInfo, current_worker
 from protoref.rref.runtime.proxy import RRefProxy
 
 __all__ = ["RRef", "WorkerInfo"]
@@ -118,8 +118,8 @@ class RRef(Generic[T]):
     def backward(self, dist_autograd_ctx_id: int = -1, retain_graph: bool = False) -> None:
         """torch's RRef.backward: a backward pass from the value (a scalar tensor): local on
         the owner (-1, gradients in ``.grad``) or distributed in the given context
-        (:mod:`protoref.autograd.rref_backward`)."""
-        from protoref.autograd.rref_backward import rref_backward  # noqa: PLC0415 - on use
+        (:mod:`protoref.autograd.runtime.rref_backward`)."""
+        from protoref.autograd.runtime.rref_backward import rref_backward  # noqa: PLC0415 - on use
 
         rref_backward(self, dist_autograd_ctx_id, retain_graph)
 

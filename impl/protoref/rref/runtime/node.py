@@ -17,9 +17,9 @@ import time
 from collections.abc import Collection
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
-from protoref.rref.machine import step as core_step
-from protoref.rref.runtime import frames as fr
+from protoref.rpc import frames as fr
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import step as core_step
 from protoref.rref.runtime.node_core import COMPACT_EVERY, PENDING, settle
 from protoref.rref.runtime.node_inbox import NodeInbox
 from protoref.rref.trace import LoseFirstAttemptArgs, RetrySendArgs, make_event

@@ -20,16 +20,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from protoref.autograd.frames import AutogradMeta
+from protoref.autograd.runtime.frames import AutogradMeta
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
-from protoref.rref.machine import Step
-from protoref.rref.machine import step as core_step
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.codec import Codec
-from protoref.rref.runtime.errors import FrameError
-from protoref.rref.state import RRefContext
+from protoref.rpc import frames as fr
+from protoref.rpc.codec import Codec
+from protoref.rpc.errors import FrameError
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import Step
+from protoref.rref.core.machine import step as core_step
+from protoref.rref.core.state import RRefContext
 from protoref.rref.trace import make_event
 from protoref.tracing import NodeClock, NullSink, TraceSink
 

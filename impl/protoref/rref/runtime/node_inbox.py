@@ -13,16 +13,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from protoref.autograd.frames import AutogradMeta
-from protoref.autograd.node import Refused
+from protoref.autograd.runtime.frames import AutogradMeta
+from protoref.autograd.runtime.node import Refused
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.errors import RemoteError, remote_error, remote_type_name
-from protoref.rref.runtime.link import corked
+from protoref.rpc import frames as fr
+from protoref.rpc.errors import RemoteError, remote_error, remote_type_name
+from protoref.rpc.link import corked
+from protoref.rpc.udf import is_async, resolve
+from protoref.rref.core import events as ev
 from protoref.rref.runtime.node_payload import NodePayload
-from protoref.rref.runtime.udf import is_async, resolve
 
 __all__ = ["NodeInbox"]
 

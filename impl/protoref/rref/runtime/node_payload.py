@@ -13,11 +13,11 @@ from typing import Any
 
 from protoref.errors import ProtocolError
 from protoref.ids import WorkerId
-from protoref.rref import events as ev
-from protoref.rref.machine import step as core_step
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.codec import decode_value, encode_value
-from protoref.rref.runtime.errors import CodecError, RemoteError, remote_error, remote_type_name
+from protoref.rpc import frames as fr
+from protoref.rpc.codec import decode_value, encode_value
+from protoref.rpc.errors import CodecError, RemoteError, remote_error, remote_type_name
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import step as core_step
 from protoref.rref.runtime.handle import RRef
 from protoref.rref.runtime.node_core import NodeCore, settle
 
