@@ -75,9 +75,9 @@ test: need-test-tools setup torch lint ## lint, type-check, then run the test su
 
 .PHONY: lint
 lint: setup ## ruff and mypy --strict on impl/, conformance/ and the spec folders' scripts
-	$(BIN)/ruff check impl conformance tests spec
-	$(BIN)/ruff format --check impl conformance tests spec
-	$(BIN)/mypy impl/protoref conformance/tracecheck $(wildcard spec/*/*.py)
+	$(BIN)/ruff check impl conformance tests spec benches
+	$(BIN)/ruff format --check impl conformance tests spec benches
+	$(BIN)/mypy impl/protoref conformance/tracecheck $(wildcard spec/*/*.py) benches
 
 .PHONY: conformance
 conformance: setup ## a larger conformance campaign: 200 seeded RRef runs through the checker
@@ -88,7 +88,7 @@ bench: setup torch ## deep models vs TLC's ceiling, trace validation, RRef simul
 	$(TRACECHECK) bench --workers auto
 	$(BIN)/python -m protoref.rref.bench --out docs/performance.md
 	$(BIN)/python -m protoref.rref.runtime.bench --out docs/performance.md
-	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
+	$(BIN)/python -m benches.rendezvous --out docs/performance.md
 	$(BIN)/python -m protoref.autograd.bench --out docs/performance.md
 
 .PHONY: docs
