@@ -88,7 +88,7 @@ bench: setup torch ## deep models vs TLC's ceiling, trace validation, RRef simul
 	$(TRACECHECK) bench --workers auto
 	$(BIN)/python -m benches.rref_sim --out docs/performance.md
 	$(BIN)/python -m benches.rref_runtime --out docs/performance.md
-	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
+	$(BIN)/python -m benches.rendezvous --out docs/performance.md
 	$(BIN)/python -m benches.autograd --out docs/performance.md
 
 .PHONY: docs

@@ -1,6 +1,6 @@
 """Planted bugs in the rendezvous implementation are caught by the checker, one test per bug.
 
-Each :class:`~protoref.rendezvous.faults.Fault` runs a seeded workload of the simulator with the
+Each :class:`~protoref.rendezvous.sim.faults.Fault` runs a seeded workload of the simulator with the
 bug planted. Where the bug first shows is decided from the trace alone, by the bug's own
 definition (:func:`first_symptom`); the seeds below were found by a bounded search over seeds
 1..60 (:func:`find_seed`) and are fixed so the test is deterministic. All broken traces, and the
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from protoref.rendezvous.faults import CONFIG, FAULTS, Fault, run_with_fault
+from protoref.rendezvous.sim.faults import CONFIG, FAULTS, Fault, run_with_fault
 from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.replay.artifacts import failure_note
 from tracecheck.replay.explain import Explanation

@@ -2,7 +2,8 @@
 on a local etcd) are accepted by TLC; a planted handler bug is rejected.
 
 The handlers run with real threads, real waits and a :class:`TickClock`; see
-:mod:`protoref.rendezvous.handler_trace` for why their traces replay (ticks, step lock, merge).
+:mod:`protoref.rendezvous.runtime.handler_trace` for why their traces replay (ticks, step lock,
+merge).
 """
 
 from __future__ import annotations
@@ -16,19 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous import actions, statecheck
-from protoref.rendezvous.clock import TickClock
-from protoref.rendezvous.etcd_server import EtcdServer
-from protoref.rendezvous.faults import ranks_any_order
-from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.handler_trace import (
+from protoref.rendezvous.adapters.etcd_server import EtcdServer
+from protoref.rendezvous.adapters.store import FileStore, InMemoryStore
+from protoref.rendezvous.core import actions, statecheck
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime.clock import TickClock
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler
+from protoref.rendezvous.runtime.handler_trace import (
     HandlerTracer,
     TraceMergeError,
     handler_header,
     merge,
 )
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.store import FileStore, InMemoryStore
+from protoref.rendezvous.sim.faults import ranks_any_order
 from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.replay.artifacts import failure_note
 from tracecheck.replay.validate import validate_traces
@@ -96,12 +97,12 @@ def _validate(paths: list[Path]) -> ValidationReport:
 _NODE = """
 import sys
 from pathlib import Path
-from protoref.rendezvous.clock import TickClock
-from protoref.rendezvous.etcd_server import EtcdServer
-from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.handler_trace import HandlerTracer
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings
-from protoref.rendezvous.node_main import store_from_url
+from protoref.rendezvous.runtime.clock import TickClock
+from protoref.rendezvous.adapters.etcd_server import EtcdServer
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler
+from protoref.rendezvous.runtime.handler_trace import HandlerTracer
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.runtime.node_main import store_from_url
 tick, store_url, run_dir = 2.0**-4, sys.argv[1], Path(sys.argv[2])
 index, n = int(sys.argv[3]), int(sys.argv[4])
 cfg = RendezvousSettings(run_id="traced", min_nodes=n, max_nodes=n, keep_alive_interval=4 * tick,

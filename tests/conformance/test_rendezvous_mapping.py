@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from protoref.rendezvous.trace import EVENT_MODELS, POST_FIELDS
+from protoref.rendezvous.trace.events import EVENT_MODELS, POST_FIELDS
 from tracecheck.campaigns.campaign import campaign_failure_note, run_campaign
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import spec_actions

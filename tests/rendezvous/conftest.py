@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous.etcd_cluster import EtcdCluster
-from protoref.rendezvous.etcd_server import (
+from protoref.rendezvous.adapters.etcd_cluster import EtcdCluster
+from protoref.rendezvous.adapters.etcd_server import (
     ETCD_INSTALL_HINT,
     EtcdNotInstalledError,
     EtcdServer,
     find_etcd,
 )
-from protoref.rendezvous.etcd_store import EtcdStore
+from protoref.rendezvous.adapters.etcd_store import EtcdStore
 
 _prefixes = itertools.count()
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from protoref.rendezvous import actions as fn
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core import actions as fn
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
 
 CFG = RendezvousSettings(
     min_nodes=2,

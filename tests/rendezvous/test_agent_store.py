@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous.errors import RendezvousStateError, RendezvousTimeoutError
-from protoref.rendezvous.store import FileStore, InMemoryStore, RendezvousStore
+from protoref.rendezvous.adapters.store import FileStore, InMemoryStore, RendezvousStore
+from protoref.rendezvous.core.errors import RendezvousStateError, RendezvousTimeoutError
 from protoref.torch.agent_store import (
     RoundSupersededError,
     agent_store_key,

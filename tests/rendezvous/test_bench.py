@@ -7,10 +7,9 @@ import argparse
 from pathlib import Path
 
 import pytest
-
-from protoref.rendezvous import bench
-from protoref.rendezvous.bench import END, START, write_section
-from protoref.rendezvous.procbench import measure_processes
+from benches import rendezvous as bench
+from benches.rendezvous import END, START, write_section
+from benches.rendezvous_procs import measure_processes
 
 
 def test_processes_rendezvous_on_the_file_store(tmp_path: Path) -> None:

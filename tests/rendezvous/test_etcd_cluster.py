@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from protoref.rendezvous.codec import decode_state
-from protoref.rendezvous.etcd_cluster import EtcdCluster
-from protoref.rendezvous.etcd_store import EtcdStore
-from protoref.rendezvous.holder import state_key
+from protoref.rendezvous.adapters.etcd_cluster import EtcdCluster
+from protoref.rendezvous.adapters.etcd_store import EtcdStore
+from protoref.rendezvous.core.codec import decode_state
+from protoref.rendezvous.runtime.holder import state_key
 
 LIMIT = 120.0  # seconds before a node process is taken for hung (never reached when correct)
 
@@ -35,7 +35,7 @@ def cluster(etcd_binary: Path) -> Iterator[EtcdCluster]:
 def _node(cluster: EtcdCluster, first: int, run_id: str) -> subprocess.Popen[str]:
     ports = cluster.client_ports[first:] + cluster.client_ports[:first]
     url = "etcd://" + ",".join(f"127.0.0.1:{p}" for p in ports) + "/leader-kill/"
-    cmd = [sys.executable, "-m", "protoref.rendezvous.node_main", "--store", url]
+    cmd = [sys.executable, "-m", "protoref.rendezvous.runtime.node_main", "--store", url]
     cmd += ["--run-id", run_id, "--min-nodes", "3", "--max-nodes", "3", "--addr", "127.0.0.1"]
     cmd += ["--keep-alive-interval", "1", "--join-timeout", str(LIMIT)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from protoref.rendezvous.etcd_cluster import EtcdCluster
-from protoref.rendezvous.etcd_server import EtcdServer
-from protoref.rendezvous.etcd_store import EtcdStore
-from protoref.rendezvous.etcd_wire import Poster, PostError
+from protoref.rendezvous.adapters.etcd_cluster import EtcdCluster
+from protoref.rendezvous.adapters.etcd_server import EtcdServer
+from protoref.rendezvous.adapters.etcd_store import EtcdStore
+from protoref.rendezvous.adapters.etcd_wire import Poster, PostError
 
 LIMIT = 30.0  # seconds a helper thread may take before the test fails (never reached)
 

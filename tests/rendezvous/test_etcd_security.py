@@ -18,13 +18,13 @@ from pathlib import Path
 import etcd3gw
 import pytest
 
-from protoref.rendezvous.errors import RendezvousConnectionError
-from protoref.rendezvous.etcd_server import EtcdServer, EtcdTls
-from protoref.rendezvous.etcd_store import EtcdStore
-from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.node_main import PASSWORD_ENV
-from protoref.rendezvous.node_main import main as node_main
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.adapters.etcd_server import EtcdServer, EtcdTls
+from protoref.rendezvous.adapters.etcd_store import EtcdStore
+from protoref.rendezvous.core.errors import RendezvousConnectionError
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler
+from protoref.rendezvous.runtime.node_main import PASSWORD_ENV
+from protoref.rendezvous.runtime.node_main import main as node_main
 
 TOKEN_TTL = 1  # seconds etcd keeps an unused simple token (--auth-token-ttl)
 PREFIX = "/jobs/seven/"

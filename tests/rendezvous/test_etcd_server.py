@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous.etcd_server import (
+from protoref.rendezvous.adapters.etcd_server import (
     EtcdNotInstalledError,
     EtcdServer,
     EtcdStartError,
     find_etcd,
 )
-from protoref.rendezvous.etcd_store import EtcdStore
+from protoref.rendezvous.adapters.etcd_store import EtcdStore
 
 LIMIT = 60.0
 
@@ -68,7 +68,13 @@ def test_a_binary_that_exits_is_a_start_error(tmp_path: Path) -> None:
 
 
 def test_the_command_line_runs_etcd_until_sigterm(etcd_binary: Path) -> None:
-    cmd = [sys.executable, "-m", "protoref.rendezvous.etcd_server", "--etcd", str(etcd_binary)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "protoref.rendezvous.adapters.etcd_server",
+        "--etcd",
+        str(etcd_binary),
+    ]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
         try:
             assert proc.stdout is not None

@@ -21,12 +21,12 @@ from pathlib import Path
 import etcd3gw
 import pytest
 
-from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
-from protoref.rendezvous.etcd_server import EtcdServer
-from protoref.rendezvous.etcd_store import EtcdStore
-from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.holder import StateHolder
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.adapters.etcd_server import EtcdServer
+from protoref.rendezvous.adapters.etcd_store import EtcdStore
+from protoref.rendezvous.core.errors import RendezvousConnectionError, RendezvousStateError
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler
+from protoref.rendezvous.runtime.holder import StateHolder
 from support.rendezvous import rendezvous_all
 
 LIMIT = 30.0  # seconds a helper thread may take before the test fails (never reached)

@@ -7,15 +7,15 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from protoref.rendezvous.errors import (
+from protoref.rendezvous.adapters.store import InMemoryStore
+from protoref.rendezvous.core.errors import (
     RendezvousClosedError,
     RendezvousGracefulExitError,
     RendezvousTimeoutError,
 )
-from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.heartbeat import HeartbeatTimer
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings
-from protoref.rendezvous.store import InMemoryStore
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler
+from protoref.rendezvous.runtime.heartbeat import HeartbeatTimer
 from support.rendezvous import rendezvous_all
 
 JOIN_LIMIT = 30.0  # seconds a test thread may take before the test fails (never reached)

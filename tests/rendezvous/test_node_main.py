@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from protoref.rendezvous.etcd_server import EtcdServer
-from protoref.rendezvous.etcd_store import DEFAULT_PREFIX, EtcdStore
-from protoref.rendezvous.handler_trace import handler_header, merge
-from protoref.rendezvous.node_main import main, store_from_url
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings
-from protoref.rendezvous.store import FileStore
+from protoref.rendezvous.adapters.etcd_server import EtcdServer
+from protoref.rendezvous.adapters.etcd_store import DEFAULT_PREFIX, EtcdStore
+from protoref.rendezvous.adapters.store import FileStore
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.runtime.handler_trace import handler_header, merge
+from protoref.rendezvous.runtime.node_main import main, store_from_url
 from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.replay.artifacts import failure_note
 from tracecheck.replay.validate import validate_traces
@@ -28,7 +28,7 @@ LIMIT = 120.0  # seconds a node process may take before the test fails (never re
 
 
 def _node(store: str, run_id: str, n: int, *extra: str) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "protoref.rendezvous.node_main", "--store", store]
+    cmd = [sys.executable, "-m", "protoref.rendezvous.runtime.node_main", "--store", store]
     cmd += ["--run-id", run_id, "--min-nodes", str(n), "--max-nodes", str(n)]
     cmd += ["--addr", "127.0.0.1", "--join-timeout", str(LIMIT), *extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

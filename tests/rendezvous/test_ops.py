@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from protoref.rendezvous.ops import (
+from protoref.rendezvous.core.ops import (
     Action,
     close_decision,
     exit_decision,
     join_decision,
     keep_alive_decision,
 )
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
 
 ME = NodeDesc("10.0.0.1", 1, 0)
 A = NodeDesc("10.0.0.2", 1, 0)

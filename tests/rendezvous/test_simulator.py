@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protoref.rendezvous.simulator import SimConfig, Simulator, main
-from protoref.rendezvous.trace import EVENT_ADAPTER, EVENT_MODELS, POST_FIELDS
+from protoref.rendezvous.sim.simulator import SimConfig, Simulator, main
+from protoref.rendezvous.trace.events import EVENT_ADAPTER, EVENT_MODELS, POST_FIELDS
 from protoref.tracing import JsonlSink, MemorySink, TraceHeader, read_trace_file
 from tracecheck.protocols.mapping import spec_actions
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from protoref.rendezvous.etcd_server import EtcdServer
+from protoref.rendezvous.adapters.etcd_server import EtcdServer
 
 DAY = "86400"
 LIMIT = 60.0  # seconds before a process is taken for hung (never reached when correct)
 
 
 def _node(store: str, run_id: str, *extra: str) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "protoref.rendezvous.node_main", "--store", store]
+    cmd = [sys.executable, "-m", "protoref.rendezvous.runtime.node_main", "--store", store]
     cmd += ["--run-id", run_id, "--addr", "127.0.0.1", "--keep-alive-interval", "0.25"]
     cmd += [*extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from protoref.rendezvous import actions
-from protoref.rendezvous.clock import FakeClock, OffsetClock
-from protoref.rendezvous.codec import decode_stored
-from protoref.rendezvous.holder import StateHolder
-from protoref.rendezvous.ops import Action, Op, decide
-from protoref.rendezvous.stamps import LocalTimes
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings
-from protoref.rendezvous.store import InMemoryStore
+from protoref.rendezvous.adapters.store import InMemoryStore
+from protoref.rendezvous.core import actions
+from protoref.rendezvous.core.codec import decode_stored
+from protoref.rendezvous.core.ops import Action, Op, decide
+from protoref.rendezvous.core.stamps import LocalTimes
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings
+from protoref.rendezvous.runtime.clock import FakeClock, OffsetClock
+from protoref.rendezvous.runtime.holder import StateHolder
 
 DAY = 86_400.0
 A, B = NodeDesc("10.0.0.1", 1, 0), NodeDesc("10.0.0.2", 1, 0)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous.codec import MAX_LISTED, MAX_STATE_BYTES, decode_stored, encode_state
-from protoref.rendezvous.errors import RendezvousStateError
-from protoref.rendezvous.handler import DynamicRendezvousHandler
-from protoref.rendezvous.holder import StateHolder, state_key
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.statecheck import check_state
-from protoref.rendezvous.store import FileStore, InMemoryStore
+from protoref.rendezvous.adapters.store import FileStore, InMemoryStore
+from protoref.rendezvous.core.codec import MAX_LISTED, MAX_STATE_BYTES, decode_stored, encode_state
+from protoref.rendezvous.core.errors import RendezvousStateError
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.statecheck import check_state
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler
+from protoref.rendezvous.runtime.holder import StateHolder, state_key
 
 CFG = RendezvousSettings(run_id="r", min_nodes=2, max_nodes=2, cache_duration=0)
 A, B, C = NodeDesc("10.0.0.1", 5, 0), NodeDesc("10.0.0.2", 5, 0), NodeDesc("10.0.0.3", 5, 0)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous import wakeup
-from protoref.rendezvous.codec import decode_state, encode_state
-from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
-from protoref.rendezvous.etcd_store import EtcdStore
-from protoref.rendezvous.holder import StateHolder, SyncKind
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.store import FileStore, InMemoryStore, RendezvousStore
+from protoref.rendezvous.adapters import wakeup
+from protoref.rendezvous.adapters.etcd_store import EtcdStore
+from protoref.rendezvous.adapters.store import FileStore, InMemoryStore, RendezvousStore
+from protoref.rendezvous.core.codec import decode_state, encode_state
+from protoref.rendezvous.core.errors import RendezvousConnectionError, RendezvousStateError
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime.holder import StateHolder, SyncKind
 
 CFG = RendezvousSettings(run_id="r", min_nodes=2, max_nodes=2, cache_duration=0)
 N1 = NodeDesc("h", 1, 0)
@@ -141,7 +141,7 @@ def test_identical_bytes_count_as_won() -> None:
 #: A worker process (a script, not multiprocessing: nothing is pickled to start it).
 _INCREMENT = """
 import sys
-from protoref.rendezvous.store import FileStore
+from protoref.rendezvous.adapters.store import FileStore
 store, done = FileStore(sys.argv[1]), 0
 while done < int(sys.argv[2]):
     got = store.get("counter")

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from protoref.rendezvous.etcd_server import EtcdServer
+from protoref.rendezvous.adapters.etcd_server import EtcdServer
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "support" / "torchrun_worker.py"

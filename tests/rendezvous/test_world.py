@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rendezvous.codec import decode_state
-from protoref.rendezvous.errors import RendezvousClosedError, RendezvousError
-from protoref.rendezvous.faults import Fault, inject
-from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo
-from protoref.rendezvous.holder import state_key
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.store import FileStore, InMemoryStore, RendezvousStore, Versioned
+from protoref.rendezvous.adapters.store import FileStore, InMemoryStore, RendezvousStore, Versioned
+from protoref.rendezvous.core.codec import decode_state
+from protoref.rendezvous.core.errors import RendezvousClosedError, RendezvousError
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler, RendezvousInfo
+from protoref.rendezvous.runtime.holder import state_key
+from protoref.rendezvous.sim.faults import Fault, inject
 from support.rendezvous import JOIN_LIMIT
 
 B, A = NodeDesc("10.0.0.8", 7, 0), NodeDesc("10.0.0.9", 7, 1)  # B sorts first: rank 0

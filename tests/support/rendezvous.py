@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo
-from protoref.rendezvous.state import NodeDesc
+from protoref.rendezvous.core.state import NodeDesc
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler, RendezvousInfo
 
 __all__ = ["JOIN_LIMIT", "rendezvous_all"]
 

@@ -138,12 +138,13 @@ _NOTES = (
     "there. torch 2.13 sorts `_NodeDesc`s by `addr` as a string, then `pid` and `local_id` as "
     "integers (`protoref.torch.values.desc_order`), so `10.0.0.10_7_0` comes before "
     "`10.0.0.8_7_0` and `h_10_0` after `h_9_0`.",
-    "**Library pieces.** `protoref.rendezvous.handler_trace.HandlerTracer` (the step lock, "
+    "**Library pieces.** `protoref.rendezvous.runtime.handler_trace.HandlerTracer` (the step lock, "
     "thread lock and `flock`; per-process raw records, `record()` for any implementation's "
     "event) and `merge` (one trace from every process's records: `Tick` events from the "
     "records' ticks, `seq` and `lamport` renumbered, store tokens checked against the order); "
-    "`protoref.rendezvous.clock.TickClock` and `protoref.torch.timing.TickTime` (a whole-tick "
-    "clock, pinned inside a step); `protoref.rendezvous.trace.EVENT_MODELS` and `POST_FIELDS` "
+    "`protoref.rendezvous.runtime.clock.TickClock` and `protoref.torch.timing.TickTime` (a "
+    "whole-tick clock, pinned inside a step); `protoref.rendezvous.trace.events.EVENT_MODELS` "
+    "and `POST_FIELDS` "
     "(the schema the events are validated against). `protoref.torch.observe` puts them around "
     "torch's handler, which was not written to be traced.",
 )
@@ -171,7 +172,7 @@ RENDEZVOUS = ProtocolMap(
     setting_defaults=_DEFAULTS,
     notes=_NOTES,
     derive=_node_index,
-    event_schema="protoref.rendezvous.trace:EVENT_ADAPTER",
+    event_schema="protoref.rendezvous.trace.events:EVENT_ADAPTER",
     actions=(
         # Tick has no acting node: the header's environment actor "clock" logs it.
         ActionMap(event="Tick", actor="env:clock"),
@@ -201,7 +202,7 @@ def simulate(seed: int, steps: int, out: Path) -> None:
     the complete round, so waiters rarely wait long; at the default 12 ticks no waiter's join
     timed out in 50 runs.)
     """
-    from protoref.rendezvous.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
+    from protoref.rendezvous.sim.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
     config = SimConfig(

@@ -1,13 +1,13 @@
 """Dynamic rendezvous (spec/rendezvous/DynamicRendezvous.tla, PyTorch 2.13's c10d backend).
 
-Sans-IO core (:mod:`.state`, :mod:`.ops`, :mod:`.actions`), state holder and executor steps
-(:mod:`.holder`, :mod:`.executor`), stores (:mod:`.store`), the handler (:mod:`.handler`).
-The simulator is :mod:`protoref.rendezvous.simulator` (not re-exported, so ``python -m`` runs it
-as a fresh module).
+The slice template: the sans-IO core (:mod:`.core`), the trace events (:mod:`.trace`), the
+real drivers (:mod:`.runtime`: the handler, its state holder, executor and heartbeat), the stores
+(:mod:`.adapters`) and the simulator (:mod:`.sim`, not re-exported, so ``python -m`` runs it as a
+fresh module). The benchmarks are ``benches.rendezvous`` and ``benches.rendezvous_procs``.
 """
 
-from protoref.rendezvous.clock import Clock, FakeClock, MonotonicClock
-from protoref.rendezvous.errors import (
+from protoref.rendezvous.adapters.store import FileStore, InMemoryStore, RendezvousStore, Versioned
+from protoref.rendezvous.core.errors import (
     RendezvousClosedError,
     RendezvousConnectionError,
     RendezvousError,
@@ -15,10 +15,14 @@ from protoref.rendezvous.errors import (
     RendezvousStateError,
     RendezvousTimeoutError,
 )
-from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo, new_node_desc
-from protoref.rendezvous.ops import Action, Op, decide
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.store import FileStore, InMemoryStore, RendezvousStore, Versioned
+from protoref.rendezvous.core.ops import Action, Op, decide
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime.clock import Clock, FakeClock, MonotonicClock
+from protoref.rendezvous.runtime.handler import (
+    DynamicRendezvousHandler,
+    RendezvousInfo,
+    new_node_desc,
+)
 
 __all__ = [
     "Action",

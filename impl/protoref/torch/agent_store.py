@@ -22,12 +22,12 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from protoref.rendezvous.errors import (
+from protoref.rendezvous.adapters.store import RendezvousStore, Versioned
+from protoref.rendezvous.core.errors import (
     RendezvousError,
     RendezvousStateError,
     RendezvousTimeoutError,
 )
-from protoref.rendezvous.store import RendezvousStore, Versioned
 
 __all__ = [
     "AgentStoreAddress",

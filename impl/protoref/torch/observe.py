@@ -33,8 +33,8 @@ from typing import Any, Final
 from pydantic import JsonValue
 
 from protoref.errors import ProtorefError
-from protoref.rendezvous.handler_trace import HandlerTracer
-from protoref.rendezvous.trace import POST_FIELDS
+from protoref.rendezvous.runtime.handler_trace import HandlerTracer
+from protoref.rendezvous.trace.events import POST_FIELDS
 from protoref.torch.timing import TickTime, set_acting_node
 from protoref.torch.values import TorchSettings, node_name, op_deadline, state_value
 

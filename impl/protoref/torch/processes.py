@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from protoref.rendezvous.handler_trace import HandlerTracer
+from protoref.rendezvous.runtime.handler_trace import HandlerTracer
 from protoref.torch.compat import require_torch
 from protoref.torch.driver import ScenarioRun
 from protoref.torch.observe import StepContext, crash_event

@@ -6,7 +6,7 @@ unchanged ``DynamicRendezvousHandler.from_backend(...)`` over a ``C10dRendezvous
 given store and attaches a :class:`~protoref.torch.observe.NodeObserver`. Each process of a
 run has its own :class:`TorchRun` (same origin, tick and lock file, its own raw file);
 :func:`write_trace` merges the raw files of every process into one trace with
-:func:`protoref.rendezvous.handler_trace.merge`.
+:func:`protoref.rendezvous.runtime.handler_trace.merge`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from pydantic import JsonValue
 
-from protoref.rendezvous.handler_trace import HandlerTracer, merge
-from protoref.rendezvous.trace import CLOCK_NODE
+from protoref.rendezvous.runtime.handler_trace import HandlerTracer, merge
+from protoref.rendezvous.trace.events import CLOCK_NODE
 from protoref.torch.compat import require_torch, torch_version
 from protoref.torch.observe import NodeObserver, StepContext
 from protoref.torch.timing import DelayHook, TickTime, torch_timing

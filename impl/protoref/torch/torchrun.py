@@ -9,8 +9,8 @@ names :func:`handler_creator` as ``protoref``::
     torchrun --rdzv-backend=protoref --rdzv-endpoint=file:/tmp/job7 --rdzv-id=job7 \\
         --nnodes=1:2 --nproc-per-node=4 --rdzv-conf=join_timeout=60,keep_alive_interval=1 train.py
 
-The handler is our :class:`~protoref.rendezvous.handler.DynamicRendezvousHandler` (the decision
-logic checked against DynamicRendezvous.tla, its state as schema-checked JSON, time across
+The handler is our :class:`~protoref.rendezvous.runtime.handler.DynamicRendezvousHandler` (the
+decision logic checked against DynamicRendezvous.tla, its state as schema-checked JSON, time across
 hosts without trusting clocks) over the file store (one host) or etcd (several hosts), wrapped
 in torch's interface:
 
@@ -41,9 +41,13 @@ from datetime import timedelta
 from functools import cache
 from typing import Any, Final
 
-from protoref.rendezvous import errors as ours
-from protoref.rendezvous.handler import DynamicRendezvousHandler, RendezvousInfo, new_node_desc
-from protoref.rendezvous.node_main import store_from_url
+from protoref.rendezvous.core import errors as ours
+from protoref.rendezvous.runtime.handler import (
+    DynamicRendezvousHandler,
+    RendezvousInfo,
+    new_node_desc,
+)
+from protoref.rendezvous.runtime.node_main import store_from_url
 from protoref.torch.agent_store import RoundSupersededError, await_address, publish_address
 from protoref.torch.torchrun_conf import TorchrunConfig, parse_config
 

@@ -26,7 +26,7 @@ from typing import Final
 from pydantic import ValidationError
 
 from protoref.errors import ProtorefError
-from protoref.rendezvous.state import RendezvousSettings
+from protoref.rendezvous.core.state import RendezvousSettings
 
 __all__ = ["CONF_KEYS", "PASSWORD_ENV", "TorchrunConfig", "TorchrunConfigError", "parse_config"]
 

@@ -1,5 +1,5 @@
 """torch's rendezvous state as the spec's values, in ticks (the encoding of
-:mod:`protoref.rendezvous.trace`).
+:mod:`protoref.rendezvous.trace.events`).
 
 torch keeps heartbeats and the last-call deadline as UTC datetimes and op deadlines as
 ``time.monotonic()`` seconds; on the adapter's clock (:mod:`protoref.torch.timing`) both count

@@ -10,8 +10,8 @@ Differences from torch 2.13, on purpose:
   default): a compare-and-set store under contention costs a retry, not a sleep. (A random
   back-off after a lost compare-and-set was tried and measured slower: 16 threads on the file
   store, medians 0.71 s with it against 0.31 s without, alternating; on etcd 1.31 vs 0.92 s.)
-- The state is stored as schema-checked JSON (:mod:`protoref.rendezvous.codec`), never pickled.
-- A participant leaving a complete round ends it (:func:`protoref.rendezvous.actions.epilogue`,
+- The state is stored as schema-checked JSON (:mod:`protoref.rendezvous.core.codec`), never pickled.
+- A participant leaving a complete round ends it (:func:`protoref.rendezvous.core.actions.epilogue`,
   DynamicRendezvous.tla's Reference variant): the rest move to the wait list, so every node
   returning from a round returns the world it completed with (torch 2.13 can return a rank not
   below the world size), and the survivors of a dead participant count in
@@ -28,20 +28,20 @@ import socket
 import threading
 from dataclasses import dataclass
 
-from protoref.rendezvous.clock import Clock, MonotonicClock
-from protoref.rendezvous.errors import (
+from protoref.rendezvous.adapters.store import RendezvousStore
+from protoref.rendezvous.core.errors import (
     RendezvousClosedError,
     RendezvousError,
     RendezvousGracefulExitError,
     RendezvousTimeoutError,
 )
-from protoref.rendezvous.executor import NodeRunner, Observer, Pc
-from protoref.rendezvous.handler_trace import HandlerTracer
-from protoref.rendezvous.heartbeat import HeartbeatTimer
-from protoref.rendezvous.holder import StateHolder
-from protoref.rendezvous.ops import Action, Op
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.store import RendezvousStore
+from protoref.rendezvous.core.ops import Action, Op
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime.clock import Clock, MonotonicClock
+from protoref.rendezvous.runtime.executor import NodeRunner, Observer, Pc
+from protoref.rendezvous.runtime.handler_trace import HandlerTracer
+from protoref.rendezvous.runtime.heartbeat import HeartbeatTimer
+from protoref.rendezvous.runtime.holder import StateHolder
 
 __all__ = ["DynamicRendezvousHandler", "RendezvousInfo", "new_node_desc"]
 

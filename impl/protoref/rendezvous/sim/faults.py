@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any, Final
 from unittest import mock
 
-from protoref.rendezvous import actions, holder, ops, statecheck
-from protoref.rendezvous.ops import Action
-from protoref.rendezvous.simulator import SimConfig, Simulator
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.store import InMemoryStore, Versioned
+from protoref.rendezvous.adapters.store import InMemoryStore, Versioned
+from protoref.rendezvous.core import actions, ops, statecheck
+from protoref.rendezvous.core.ops import Action
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime import holder
+from protoref.rendezvous.sim.simulator import SimConfig, Simulator
 from protoref.tracing import JsonlSink
 
 __all__ = ["FAULTS", "Fault", "inject", "ranks_any_order", "run_with_fault"]

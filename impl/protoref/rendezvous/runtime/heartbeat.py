@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from protoref.rendezvous.clock import MonotonicClock
+from protoref.rendezvous.runtime.clock import MonotonicClock
 
 __all__ = ["HeartbeatTimer"]
 

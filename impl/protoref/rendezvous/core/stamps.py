@@ -3,7 +3,7 @@
 torch 2.13 stamps heartbeats and the last-call deadline with the writing host's UTC clock and
 compares them with the reading host's; our handler used to store ``time.monotonic()``, which
 means nothing on another host. Here no clock is trusted beyond its own domain
-(:mod:`protoref.rendezvous.clock`):
+(:mod:`protoref.rendezvous.runtime.clock`):
 
 - **Same domain** (every process of one host): a stamp is a reading of the reader's own clock
   and is used as it is. DynamicRendezvous.tla's one global clock describes exactly this case,
@@ -18,8 +18,8 @@ means nothing on another host. Here no clock is trusted beyond its own domain
   the price is detection later by at most the reader's interval between reads.
 
 :class:`LocalTimes` keeps one reader's memory of what it saw and when (bounded by the nodes of
-the state it last read) and translates a :class:`~protoref.rendezvous.codec.StoredState` to the
-local-time :class:`~protoref.rendezvous.state.RendezvousState` the sans-IO core decides on, and
+the state it last read) and translates a :class:`~protoref.rendezvous.core.codec.StoredState` to the
+local-time :class:`~protoref.rendezvous.core.state.RendezvousState` the sans-IO core decides on, and
 back when the node writes.
 """
 
@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from protoref.rendezvous.codec import StoredState
-from protoref.rendezvous.state import NodeDesc, RendezvousState
+from protoref.rendezvous.core.codec import StoredState
+from protoref.rendezvous.core.state import NodeDesc, RendezvousState
 
 __all__ = ["SHARED_CLOCK", "LocalTimes", "Stamp"]
 

@@ -9,14 +9,13 @@ and what a ``Delay`` waits for; every step reports the spec action it was, throu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from enum import StrEnum
 
-from protoref.rendezvous import actions as fn
-from protoref.rendezvous.holder import StateHolder, SyncKind
-from protoref.rendezvous.ops import MUTATING, Action, Op, decide
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core import actions as fn
+from protoref.rendezvous.core.ops import MUTATING, Action, Op, decide
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState, View
+from protoref.rendezvous.runtime.holder import StateHolder, SyncKind
 
 __all__ = ["NodeRunner", "Pc", "Result", "View", "apply_action"]
 
@@ -40,14 +39,6 @@ class Result(StrEnum):
     TIMEOUT = "timeout"
     CLOSED = "closed"
     GRACEFUL_EXIT = "gracefulExit"
-
-
-@dataclass(frozen=True, slots=True)
-class View:
-    """The spec's ``view[n]``: what the last successful ``next_rendezvous`` returned."""
-
-    round: int
-    ranks: Mapping[NodeDesc, int]
 
 
 def apply_action(

@@ -1,7 +1,7 @@
 """The shared state and the settings (torch's ``_RendezvousState``, ``RendezvousSettings``).
 
 The state is what every node keeps a copy of and writes to the store by compare-and-set. It is
-immutable here: the business functions (:mod:`protoref.rendezvous.actions`) return a new state.
+immutable here: the business functions (:mod:`protoref.rendezvous.core.actions`) return a new state.
 Times are seconds on the driver's clock (the handler's monotonic clock, the simulator's integer
 ticks); torch keeps aware UTC datetimes instead (DynamicRendezvous.tla ages them in ticks).
 """
@@ -16,7 +16,7 @@ from typing import NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["EMPTY_STATE", "NodeDesc", "RendezvousSettings", "RendezvousState"]
+__all__ = ["EMPTY_STATE", "NodeDesc", "RendezvousSettings", "RendezvousState", "View"]
 
 
 class NodeDesc(NamedTuple):
@@ -32,6 +32,14 @@ class NodeDesc(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.addr}_{self.pid}_{self.local_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The spec's ``view[n]``: what the last successful ``next_rendezvous`` returned."""
+
+    round: int
+    ranks: Mapping[NodeDesc, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from protoref.rendezvous.etcd_server import (
+from protoref.rendezvous.adapters.etcd_server import (
     EtcdStartError,
     _free_port,
     _healthy,

@@ -10,8 +10,7 @@ import itertools
 from collections.abc import Iterable
 
 from protoref.errors import InvariantViolationError
-from protoref.rendezvous.executor import View
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState, View
 
 __all__ = ["check_state", "check_store_step"]
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 from enum import StrEnum
 from functools import lru_cache
 
-from protoref.rendezvous.actions import sanitize
-from protoref.rendezvous.codec import StoredState, decode_stored, encode_stored
-from protoref.rendezvous.stamps import SHARED_CLOCK, LocalTimes
-from protoref.rendezvous.state import EMPTY_STATE, RendezvousSettings, RendezvousState
-from protoref.rendezvous.statecheck import check_state
-from protoref.rendezvous.store import RendezvousStore
+from protoref.rendezvous.adapters.store import RendezvousStore
+from protoref.rendezvous.core.actions import sanitize
+from protoref.rendezvous.core.codec import StoredState, decode_stored, encode_stored
+from protoref.rendezvous.core.stamps import SHARED_CLOCK, LocalTimes
+from protoref.rendezvous.core.state import EMPTY_STATE, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.statecheck import check_state
 
 __all__ = ["StateHolder", "SyncKind", "state_key"]
 

@@ -1,8 +1,8 @@
-"""One rendezvous node as an OS process: ``python -m protoref.rendezvous.node_main``.
+"""One rendezvous node as an OS process: ``python -m protoref.rendezvous.runtime.node_main``.
 
-    python -m protoref.rendezvous.node_main --store etcd://127.0.0.1:2379/jobs/ --run-id job7 \\
-        --min-nodes 4 --max-nodes 4
-    python -m protoref.rendezvous.node_main --store file:/tmp/rdzv --run-id job7 ...
+    python -m protoref.rendezvous.runtime.node_main --store etcd://127.0.0.1:2379/jobs/ \\
+        --run-id job7 --min-nodes 4 --max-nodes 4
+    python -m protoref.rendezvous.runtime.node_main --store file:/tmp/rdzv --run-id job7 ...
 
 Each ``next_rendezvous`` result is printed as one JSON line on stdout (``node``, ``rank``,
 ``world_size``, ``round``, ``store_prefix``, ``run_id``); ``--rounds R`` joins R rounds in a row
@@ -14,9 +14,10 @@ host's clock would, in a clock domain of its own; with ``--simulate-same-clock``
 claim the host's domain, which is what trusting a skewed wall clock amounts to.
 
 ``--trace-dir DIR`` records the run for the conformance checker: the handler runs on a
-:class:`~protoref.rendezvous.clock.TickClock` (``--tick``, the read cache one tick) and appends raw
-records to ``DIR/raw-<pid>.jsonl`` under a step lock shared through ``DIR/step.lock`` (processes of
-one host); :func:`protoref.rendezvous.handler_trace.merge` makes them one trace.
+:class:`~protoref.rendezvous.runtime.clock.TickClock` (``--tick``, the read cache one tick) and
+appends raw records to ``DIR/raw-<pid>.jsonl`` under a step lock shared through ``DIR/step.lock``
+(processes of one host); :func:`protoref.rendezvous.runtime.handler_trace.merge` makes them one
+trace.
 
 Stores: ``etcd://host:port[/prefix]`` (``etcds://`` for TLS, with ``--etcd-ca-cert``,
 ``--etcd-cert``, ``--etcd-key``; ``--etcd-user`` with the password in ``$PROTOREF_ETCD_PASSWORD``,
@@ -35,13 +36,13 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
-from protoref.rendezvous.clock import Clock, MonotonicClock, OffsetClock, TickClock
-from protoref.rendezvous.errors import RendezvousError
-from protoref.rendezvous.etcd_store import DEFAULT_PREFIX, EtcdStore
-from protoref.rendezvous.handler import DynamicRendezvousHandler, new_node_desc
-from protoref.rendezvous.handler_trace import HandlerTracer
-from protoref.rendezvous.state import RendezvousSettings
-from protoref.rendezvous.store import FileStore, RendezvousStore
+from protoref.rendezvous.adapters.etcd_store import DEFAULT_PREFIX, EtcdStore
+from protoref.rendezvous.adapters.store import FileStore, RendezvousStore
+from protoref.rendezvous.core.errors import RendezvousError
+from protoref.rendezvous.core.state import RendezvousSettings
+from protoref.rendezvous.runtime.clock import Clock, MonotonicClock, OffsetClock, TickClock
+from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler, new_node_desc
+from protoref.rendezvous.runtime.handler_trace import HandlerTracer
 
 __all__ = ["PASSWORD_ENV", "main", "store_from_url"]
 
@@ -89,7 +90,7 @@ def store_from_url(
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m protoref.rendezvous.node_main",
+        prog="python -m protoref.rendezvous.runtime.node_main",
         description="Join a dynamic rendezvous as one node; print each result as JSON.",
     )
     p.add_argument("--store", required=True, help="etcd://host:port[/prefix] or file:DIR")

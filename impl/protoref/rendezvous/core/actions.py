@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
 
 __all__ = [
     "add_to_participants",

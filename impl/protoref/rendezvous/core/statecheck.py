@@ -24,8 +24,8 @@ Checked (spec names in parentheses):
 
 from __future__ import annotations
 
-from protoref.rendezvous.errors import RendezvousStateError
-from protoref.rendezvous.state import RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.errors import RendezvousStateError
+from protoref.rendezvous.core.state import RendezvousSettings, RendezvousState
 
 __all__ = ["check_state", "complete_ranks_problem"]
 
@@ -38,7 +38,7 @@ def complete_ranks_problem(s: RendezvousState, settings: RendezvousSettings) -> 
     """What is wrong with a complete round's ranks, or None (Variant "Reference": exactly
     ``0..n-1`` in node order, since a complete round never loses a member).
 
-    :mod:`protoref.rendezvous.faults` swaps in the Variant "PyTorch" rule along with torch
+    :mod:`protoref.rendezvous.sim.faults` swaps in the Variant "PyTorch" rule along with torch
     2.13's epilogue, whose complete rounds keep the ranks of the members that remain."""
     parts = s.participants
     if dict(parts) == {n: r for r, n in enumerate(sorted(parts))}:

@@ -1,6 +1,6 @@
 """Benchmark with N OS processes: time until the last of N nodes returns from ``next_rendezvous``.
 
-Each node is its own Python process (``python -m protoref.rendezvous.procbench worker ...``). A
+Each node is its own Python process (``python -m benches.rendezvous_procs worker ...``). A
 worker imports everything, builds its handler, prints ``ready`` and blocks on stdin; once every
 worker is ready the parent takes ``t0 = time.monotonic()`` and writes ``go`` to each stdin. Each
 worker stamps ``time.monotonic()`` when ``next_rendezvous`` returns and prints it as JSON with its
@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from pathlib import Path
 from typing import IO, Any, Final
 
 __all__ = ["STORES", "RunTimeoutError", "measure_processes"]
@@ -35,8 +36,8 @@ _TIMEOUT: Final = 300.0
 
 
 def _our_handler(args: argparse.Namespace, store: Any) -> Callable[[], tuple[int, int]]:
-    from protoref.rendezvous.handler import DynamicRendezvousHandler  # noqa: PLC0415 - in worker
-    from protoref.rendezvous.state import NodeDesc, RendezvousSettings  # noqa: PLC0415
+    from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings  # noqa: PLC0415
+    from protoref.rendezvous.runtime.handler import DynamicRendezvousHandler  # noqa: PLC0415 - in worker
 
     cfg = RendezvousSettings(
         run_id=args.run_id, min_nodes=args.n, max_nodes=args.n, keep_alive_interval=KEEP_ALIVE
@@ -51,7 +52,7 @@ def _our_handler(args: argparse.Namespace, store: Any) -> Callable[[], tuple[int
 
 
 def _ours(args: argparse.Namespace) -> Callable[[], tuple[int, int]]:
-    from protoref.rendezvous.node_main import store_from_url  # noqa: PLC0415 - in worker
+    from protoref.rendezvous.runtime.node_main import store_from_url  # noqa: PLC0415 - in worker
 
     return _our_handler(args, store_from_url(args.address))
 
@@ -104,9 +105,13 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _spawn(store: str, n: int, address: str, run_id: str, err: IO[bytes]) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "protoref.rendezvous.procbench", "worker", "--store", store]
+    cmd = [sys.executable, "-m", "benches.rendezvous_procs", "worker", "--store", store]
     cmd += ["--n", str(n), "--address", address, "--run-id", run_id]
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    # benches is a top-level folder, not an installed package: the worker finds it from the
+    # folder that holds it, whatever the caller's working directory.
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": path}
     pipe = subprocess.PIPE
     return subprocess.Popen(cmd, stdin=pipe, stdout=pipe, stderr=err, text=True, env=env)
 
@@ -185,7 +190,7 @@ def measure_processes(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m protoref.rendezvous.procbench")
+    p = argparse.ArgumentParser(prog="python -m benches.rendezvous_procs")
     sub = p.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("worker", help="one node (started by the benchmark)")
     w.add_argument("--store", choices=sorted(STORES), required=True)

@@ -5,7 +5,7 @@ exactly when their clocks share a domain. ``time.monotonic()`` is CLOCK_MONOTONI
 Linux, so every process of one host (one boot, one time namespace) shares the domain
 :func:`host_clock_domain`; another host's monotonic clock counts from its own boot and is a
 different domain. The state holder writes a stamp with its clock's domain and trusts a stamp's
-value only when the domain is its own (:mod:`protoref.rendezvous.stamps`); other stamps it only
+value only when the domain is its own (:mod:`protoref.rendezvous.core.stamps`); other stamps it only
 observes changing, on its own clock.
 """
 

@@ -1,9 +1,9 @@
 """Traces of the real handler (threads, processes, a real clock) that TLC can replay.
 
-Three things make a run of :class:`~protoref.rendezvous.handler.DynamicRendezvousHandler`
+Three things make a run of :class:`~protoref.rendezvous.runtime.handler.DynamicRendezvousHandler`
 replayable through DynamicRendezvous.tla:
 
-- **Time in ticks.** The handler runs on a :class:`~protoref.rendezvous.clock.TickClock`, so
+- **Time in ticks.** The handler runs on a :class:`~protoref.rendezvous.runtime.clock.TickClock`, so
   every time-based decision is taken on a whole tick, as in the spec; settings are whole
   ticks and the read cache lasts one tick (``fresh`` = synced during the current tick).
 - **One step at a time.** Every handler step (an op start, a sync with the decision after it,
@@ -36,10 +36,10 @@ from typing import Any
 from pydantic import JsonValue
 
 from protoref.errors import ProtorefError
-from protoref.rendezvous.codec import decode_state
-from protoref.rendezvous.executor import NodeRunner
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.trace import CLOCK_NODE, EVENT_ADAPTER, make_event
+from protoref.rendezvous.core.codec import decode_state
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.runtime.executor import NodeRunner
+from protoref.rendezvous.trace.events import CLOCK_NODE, EVENT_ADAPTER, make_event
 from protoref.tracing import TraceHeader, encode_line, tla_set
 
 __all__ = ["HandlerTracer", "TraceMergeError", "handler_header", "merge"]

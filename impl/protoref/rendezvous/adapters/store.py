@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from protoref.rendezvous import wakeup
-from protoref.rendezvous.codec import MAX_STATE_BYTES
-from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
+from protoref.rendezvous.adapters import wakeup
+from protoref.rendezvous.core.codec import MAX_STATE_BYTES
+from protoref.rendezvous.core.errors import RendezvousConnectionError, RendezvousStateError
 
 __all__ = ["FileStore", "InMemoryStore", "RendezvousStore", "Versioned"]
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal, Union
+from enum import Enum
+from typing import Annotated, Any, Final, Literal, Protocol, Union
 
 from pydantic import Field, JsonValue, TypeAdapter, create_model
 
-from protoref.rendezvous.executor import NodeRunner, View
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState, View
 from protoref.tracing import FrozenModel, TraceEventBase, sort_key, tla_set
 
 __all__ = [
@@ -36,11 +36,55 @@ __all__ = [
     "EVENT_MODELS",
     "POST_FIELDS",
     "RendezvousTraceEvent",
+    "TracedRunner",
     "make_event",
     "spec_value",
 ]
 
 CLOCK_NODE: Final = "clock"
+
+
+class TracedHolder(Protocol):
+    """What an event reads of a node's state holder (the runtime's ``StateHolder``)."""
+
+    @property
+    def state(self) -> RendezvousState: ...
+
+    @property
+    def dirty(self) -> bool: ...
+
+    def fresh(self, now: float) -> bool: ...
+
+
+class TracedRunner(Protocol):
+    """What an event reads of a node (the runtime's ``NodeRunner``): its spec variables.
+
+    A protocol, so that this package depends on the core only and every driver (the
+    handler, the simulator, torch's observer) can log through it."""
+
+    @property
+    def node(self) -> NodeDesc: ...
+
+    @property
+    def settings(self) -> RendezvousSettings: ...
+
+    @property
+    def holder(self) -> TracedHolder: ...
+
+    @property
+    def pc(self) -> Enum: ...
+
+    @property
+    def op(self) -> Enum | None: ...
+
+    @property
+    def deadline(self) -> float: ...
+
+    @property
+    def result(self) -> Enum: ...
+
+    @property
+    def view(self) -> View | None: ...
 
 
 # --------------------------------------------------------------------------- values
@@ -85,7 +129,7 @@ def _view(view: View | None) -> JsonValue:
     return {"round": view.round, "ranks": _map(view.ranks)}
 
 
-def _op_dl(runner: NodeRunner, now: float, tick: float) -> int:
+def _op_dl(runner: TracedRunner, now: float, tick: float) -> int:
     if runner.op is None:
         return 0
     floor = -math.floor(runner.settings.rollback_period / tick) - 1
@@ -188,7 +232,7 @@ EVENT_ADAPTER: Final[TypeAdapter[Any]] = TypeAdapter(RendezvousTraceEvent)
 
 def make_event(
     name: str,
-    runner: NodeRunner | None,
+    runner: TracedRunner | None,
     seq: int,
     lamport: int,
     *,

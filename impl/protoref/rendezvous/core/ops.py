@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from protoref.rendezvous.state import NodeDesc, RendezvousSettings, RendezvousState
+from protoref.rendezvous.core.state import NodeDesc, RendezvousSettings, RendezvousState
 
 __all__ = [
     "Action",

@@ -1,6 +1,7 @@
-"""etcd's grpc-gateway on the wire, for :mod:`protoref.rendezvous.etcd_store`: the replies we
-read (pydantic models: a reply that is not etcd's is a validation error, never a KeyError), the
-HTTP adapter, the member list of an endpoint and which failures are worth another member."""
+"""etcd's grpc-gateway on the wire, for :mod:`protoref.rendezvous.adapters.etcd_store`: the
+replies we read (pydantic models: a reply that is not etcd's is a validation error, never a
+KeyError), the HTTP adapter, the member list of an endpoint and which failures are worth another
+member."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import etcd3gw
 import requests
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from protoref.rendezvous.store import Versioned
+from protoref.rendezvous.adapters.store import Versioned
 
 __all__ = [
     "KV",

@@ -9,7 +9,7 @@ the real executor's (:class:`NodeRunner` over :class:`StateHolder` over :class:`
 each is one trace event named after its spec action. With ``check_invariants`` the spec's
 invariants and action properties are checked after every step.
 
-Reproducible from its seed: ``python -m protoref.rendezvous.simulator --seed N --nodes 3``.
+Reproducible from its seed: ``python -m protoref.rendezvous.sim.simulator --seed N --nodes 3``.
 """
 
 from __future__ import annotations
@@ -23,14 +23,19 @@ from functools import partial
 
 from pydantic import JsonValue
 
-from protoref.rendezvous import invariants
-from protoref.rendezvous.codec import decode_state
-from protoref.rendezvous.executor import NodeRunner, Pc, Result
-from protoref.rendezvous.holder import StateHolder
-from protoref.rendezvous.ops import Op
-from protoref.rendezvous.state import EMPTY_STATE, NodeDesc, RendezvousSettings, RendezvousState
-from protoref.rendezvous.store import InMemoryStore
-from protoref.rendezvous.trace import CLOCK_NODE, make_event
+from protoref.rendezvous.adapters.store import InMemoryStore
+from protoref.rendezvous.core import invariants
+from protoref.rendezvous.core.codec import decode_state
+from protoref.rendezvous.core.ops import Op
+from protoref.rendezvous.core.state import (
+    EMPTY_STATE,
+    NodeDesc,
+    RendezvousSettings,
+    RendezvousState,
+)
+from protoref.rendezvous.runtime.executor import NodeRunner, Pc, Result
+from protoref.rendezvous.runtime.holder import StateHolder
+from protoref.rendezvous.trace.events import CLOCK_NODE, make_event
 from protoref.tracing import (
     JsonlSink,
     NodeClock,
@@ -305,7 +310,7 @@ def state_key_of(settings: RendezvousSettings) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m protoref.rendezvous.simulator",
+        prog="python -m protoref.rendezvous.sim.simulator",
         description="Simulate protoref's dynamic rendezvous (DynamicRendezvous.tla, Reference).",
     )
     p.add_argument("--seed", type=int, default=None, help="scheduler seed (random if omitted)")

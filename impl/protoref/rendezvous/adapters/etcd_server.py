@@ -3,10 +3,11 @@
 It runs Debian's ``etcd-server`` binary (``/usr/bin/etcd``, etcd 3.4) on free loopback ports
 with a temporary data directory, waits until ``/health`` answers, and on exit stops the process
 and removes the directory. It never touches a system service. For a real cluster, skip this and
-point :class:`~protoref.rendezvous.etcd_store.EtcdStore` at its endpoint.
+point :class:`~protoref.rendezvous.adapters.etcd_store.EtcdStore` at its endpoint.
 
-By hand: ``python -m protoref.rendezvous.etcd_server`` prints ``{"endpoint", "url", "pid"}`` as
-one JSON line and keeps etcd running until Ctrl-C or SIGTERM (then stops it and cleans up).
+By hand: ``python -m protoref.rendezvous.adapters.etcd_server`` prints
+``{"endpoint", "url", "pid"}`` as one JSON line and keeps etcd running until Ctrl-C or SIGTERM
+(then stops it and cleans up).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ class EtcdServer:
     """One etcd member on ``host`` with free client and peer ports.
 
     ``endpoint`` (``http://127.0.0.1:PORT``) is what :class:`EtcdStore` takes; ``url``
-    (``etcd://127.0.0.1:PORT``) is what ``python -m protoref.rendezvous.node_main --store``
+    (``etcd://127.0.0.1:PORT``) is what ``python -m protoref.rendezvous.runtime.node_main --store``
     takes. ``data_dir`` defaults to a fresh temporary directory, removed on :meth:`stop`.
     ``tls`` serves clients over https; ``extra_args`` go to etcd as they are (for example
     ``--auth-token-ttl=2``).
@@ -299,7 +300,7 @@ def _tail(log_path: Path, lines: int = 8) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a throwaway etcd until Ctrl-C or SIGTERM; print where it listens."""
     parser = argparse.ArgumentParser(
-        prog="python -m protoref.rendezvous.etcd_server",
+        prog="python -m protoref.rendezvous.adapters.etcd_server",
         description="A throwaway local etcd on free loopback ports (tests, trials by hand).",
     )
     parser.add_argument("--etcd", default=None, help="the etcd binary (default: /usr/bin/etcd)")

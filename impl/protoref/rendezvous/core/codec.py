@@ -6,15 +6,15 @@ run is recognised as foreign. Nodes are ``[addr, pid, local_id]`` triples; mappi
 so equal states give equal bytes, as torch's ``set_state`` success test needs.
 
 Times are **stamps**: a reading of the writer's clock with that clock's domain
-(:mod:`protoref.rendezvous.clock`). A heartbeat is ``[node, domain, at]``; the last-call deadline
-is ``{"clock": domain, "at": t, "left": s}``, the deadline on the armer's clock and the seconds
-left when this copy was written. A reader trusts ``at`` only on its own domain
-(:mod:`protoref.rendezvous.stamps`). Schema 1 stored bare ``time.monotonic()`` values, which mean
-nothing on another host; it is refused.
+(:mod:`protoref.rendezvous.runtime.clock`). A heartbeat is ``[node, domain, at]``; the last-call
+deadline is ``{"clock": domain, "at": t, "left": s}``, the deadline on the armer's clock and the
+seconds left when this copy was written. A reader trusts ``at`` only on its own domain
+(:mod:`protoref.rendezvous.core.stamps`). Schema 1 stored bare ``time.monotonic()`` values,
+which mean nothing on another host; it is refused.
 
 Everything is bounded before it is believed: the document's size, every list, every string,
 every integer (no negatives), every float (finite). What the spec's invariants say about a
-state is checked by :mod:`protoref.rendezvous.statecheck`.
+state is checked by :mod:`protoref.rendezvous.core.statecheck`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from protoref.rendezvous.errors import RendezvousStateError
-from protoref.rendezvous.state import NodeDesc, RendezvousState
+from protoref.rendezvous.core.errors import RendezvousStateError
+from protoref.rendezvous.core.state import NodeDesc, RendezvousState
 
 __all__ = [
     "MAX_LISTED",

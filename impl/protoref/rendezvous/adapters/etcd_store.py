@@ -36,9 +36,8 @@ import requests
 from etcd3gw.exceptions import Etcd3Exception
 from pydantic import ValidationError
 
-from protoref.rendezvous.errors import RendezvousConnectionError, RendezvousStateError
-from protoref.rendezvous.etcd_watch import KeyWatch
-from protoref.rendezvous.etcd_wire import (
+from protoref.rendezvous.adapters.etcd_watch import KeyWatch
+from protoref.rendezvous.adapters.etcd_wire import (
     BoundedAdapter,
     Poster,
     PostError,
@@ -50,7 +49,8 @@ from protoref.rendezvous.etcd_wire import (
     members,
     versioned,
 )
-from protoref.rendezvous.store import Versioned
+from protoref.rendezvous.adapters.store import Versioned
+from protoref.rendezvous.core.errors import RendezvousConnectionError, RendezvousStateError
 
 __all__ = ["DEFAULT_PREFIX", "EtcdStore"]
 
@@ -73,7 +73,7 @@ def _shut(watches: dict[str, KeyWatch], session: requests.Session, poster: Poste
 
 
 class EtcdStore:
-    """:class:`~protoref.rendezvous.store.RendezvousStore` over etcd v3.
+    """:class:`~protoref.rendezvous.adapters.store.RendezvousStore` over etcd v3.
 
     ``endpoint``: ``http://host:port`` or ``https://host:port`` (a bare ``host:port`` means
     http). Every key is stored under ``prefix`` (one prefix per run or per job keeps runs apart
