@@ -15,6 +15,7 @@ trace is never half-loaded. Per-process logs merge into one causal order by Lamp
 from __future__ import annotations
 
 import heapq
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -30,9 +31,10 @@ from protoref.tracing import (
     TraceHeader,
     trusted,
 )
-from tracecheck.errors import TracecheckError
 from tracecheck.nogc import paused_gc
+from tracecheck.traces.errors import TraceFormatError
 from tracecheck.traces.jsonvalue import string_problem
+from tracecheck.traces.source import MAX_LINE, open_trace, trace_lines
 
 __all__ = [
     "MAX_LINE",
@@ -48,17 +50,6 @@ __all__ = [
     "parse_trace_lines",
     "peek_trace",
 ]
-
-
-class TraceFormatError(TracecheckError):
-    """A trace file is malformed: says which file, line and field, and what was wrong."""
-
-    def __init__(self, source: str, line: int | None, problem: str) -> None:
-        self.source = source
-        self.line = line
-        self.problem = problem
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {problem}")
 
 
 class TraceEvent(BaseModel):
@@ -157,11 +148,6 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
 
 #: The longest node name a header may give.
 MAX_NODE_NAME = 256
-
-#: The longest line a trace may have, in characters: a post-state of thousands of set
-#: elements is a few hundred kilobytes; a line past this is a broken or hostile writer (a
-#: 50 MB argument once crashed TLC and was echoed back as 52 MB of error text).
-MAX_LINE = 4 * 1024 * 1024
 
 
 _END_MODEL = TypeAdapter(TraceEnd)
@@ -320,19 +306,14 @@ def _named(name: str) -> bool:
 
 
 def load_trace(path: Path) -> Trace:
-    """Read one trace file (see :func:`parse_trace_lines`)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TraceFormatError(str(path), None, f"cannot read: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(str(path), None, f"not UTF-8 text: {exc.reason}") from exc
-    if text and not text.endswith("\n"):
-        # A writer killed mid-line leaves a truncated last line; refuse rather than guess.
-        last = text.count("\n") + 1
-        raise TraceFormatError(str(path), last, "truncated: the last line has no newline")
-    with paused_gc(keep=True):
-        return parse_trace_lines(text.splitlines(), str(path))
+    """Read one trace file (see :func:`parse_trace_lines`), streamed: each line is parsed as
+    it is read, so a malformed line k stops the read there."""
+    source = str(path)
+    with open_trace(path) as file, paused_gc(keep=True):
+        try:
+            return parse_trace_lines(trace_lines(file, source), source)
+        except OSError as exc:
+            raise TraceFormatError(source, None, f"cannot read: {exc.strerror}") from exc
 
 
 class TracePeek(NamedTuple):
@@ -345,20 +326,29 @@ class TracePeek(NamedTuple):
     lines: int
 
 
+#: The bytes after the header a peek counts lines in.
+_SAMPLE: Final = 1 << 20
+
+
 def peek_trace(path: Path) -> TracePeek:
-    """The header of a trace file (checked as :func:`load_trace` checks it) and its line count;
-    the events are not parsed (the file is read once more to count them: from the page cache,
-    a few milliseconds per 10 MB)."""
+    """The header of a trace file (checked as :func:`load_trace` checks it) and its line count,
+    exact up to :data:`_SAMPLE` bytes after the header and estimated from the file's size
+    beyond (batching needs no more, and counting read every byte of the file before a
+    rejection at its line 3); the events are not parsed."""
     try:
         with path.open("rb") as file:
             first = file.readline(MAX_LINE + 1)
-            rest = sum(block.count(b"\n") for block in iter(lambda: file.read(1 << 20), b""))
+            sample = file.read(_SAMPLE)
+            rest = sample.count(b"\n")
+            if len(sample) == _SAMPLE:  # a long file: its lines estimated from its size
+                size = os.fstat(file.fileno()).st_size - len(first)
+                rest = max(1, round(rest * size / _SAMPLE))
     except OSError as exc:
         raise TraceFormatError(str(path), None, f"cannot read: {exc.strerror}") from exc
-    if len(first) > MAX_LINE:
-        raise TraceFormatError(str(path), 1, f"a line of more than {MAX_LINE:,} characters")
-    if not first.strip():
-        # the loader says what is wrong with it (empty, or a blank first line)
+    if len(first) > MAX_LINE and not first.endswith(b"\n"):
+        raise TraceFormatError(str(path), 1, f"a line of more than {MAX_LINE:,} bytes")
+    if not first.strip() or not first.endswith(b"\n"):
+        # the loader says what is wrong with it (empty, a blank or truncated first line)
         trace = load_trace(path)
         return TracePeek(path, trace.header, len(trace.events))
     try:
