@@ -6,6 +6,11 @@ long file reads three lines."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,11 +20,66 @@ from tracecheck.traces.load import (
     TraceFormatError,
     load_trace,
     parse_trace_lines,
+    peek_trace,
 )
 from tracecheck.traces.source import trace_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "rref" / "golden" / "user_to_user.ndjson"
+#: Generous: each case ends in well under a second of reading (plus interpreter start).
+BOUND = 60
+
+
+def _validate(*args: str, shell: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "tracecheck.cli", "validate", *args]
+    if shell is not None:  # a bash process substitution, as a user would type it
+        command = ["bash", "-c", f"{' '.join(command)} {shell}"]
+    return subprocess.run(
+        command, capture_output=True, text=True, check=False, timeout=BOUND, cwd=ROOT
+    )
+
+
+def test_a_fifo_without_a_writer_is_a_typed_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = _validate(str(fifo), "--idle-timeout", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "nothing to read for 1 s" in proc.stderr
+    assert time.monotonic() - started < BOUND
+
+
+@pytest.mark.parametrize(
+    ("device", "problem"),
+    [("/dev/zero", "a line of more than 4,194,304 bytes"), ("/dev/urandom", "/dev/urandom:1:")],
+)
+def test_an_endless_device_is_a_typed_error(device: str, problem: str) -> None:
+    if not Path(device).exists():
+        pytest.skip(f"no {device} on this system")
+    proc = _validate(device)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert problem in " ".join(proc.stderr.split())  # (rich wraps long messages)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash's <(...)")
+def test_a_trace_through_a_pipe_is_validated() -> None:
+    proc = _validate("--no-explain", shell=f"<(cat {GOLDEN})")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "accepted /dev/fd/" in proc.stdout
+    assert "1/1 accepted; 23 events" in proc.stdout
+
+
+def test_a_pipe_is_read_once_and_kept_by_its_peek(tmp_path: Path) -> None:
+    fifo = tmp_path / "t.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["cp", str(GOLDEN), str(fifo)])
+    try:
+        peek = peek_trace(fifo, idle=BOUND)
+    finally:
+        writer.wait(timeout=BOUND)
+    assert peek.trace is not None
+    assert peek.trace.events == load_trace(GOLDEN).events
+    assert peek.lines == len(peek.trace.events)
 
 
 class _Counting:

@@ -116,7 +116,8 @@ def validate_files(
     """
     started = time.monotonic()
     peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]
-    sources = [_Source(str(p.path), p.header, p.lines, path=p.path) for p in peeks]
+    # (a pipe, FIFO or device was read whole to be peeked at: its trace is in the peek)
+    sources = [_Source(str(p.path), p.header, p.lines, trace=p.trace, path=p.path) for p in peeks]
     explain_at_most = explain_limit if explain else 0
     return _validate(sources, mapping, spec_root, started, explain_at_most, options, simulate)
 

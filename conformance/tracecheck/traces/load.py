@@ -34,7 +34,7 @@ from protoref.tracing import (
 from tracecheck.nogc import paused_gc
 from tracecheck.traces.errors import TraceFormatError
 from tracecheck.traces.jsonvalue import string_problem
-from tracecheck.traces.source import MAX_LINE, open_trace, trace_lines
+from tracecheck.traces.source import IDLE_SECONDS, MAX_LINE, is_stream, open_trace, trace_lines
 
 __all__ = [
     "MAX_LINE",
@@ -305,11 +305,12 @@ def _named(name: str) -> bool:
     return True
 
 
-def load_trace(path: Path) -> Trace:
+def load_trace(path: Path, *, idle: float = IDLE_SECONDS) -> Trace:
     """Read one trace file (see :func:`parse_trace_lines`), streamed: each line is parsed as
-    it is read, so a malformed line k stops the read there."""
+    it is read, so a malformed line k stops the read there (a pipe, FIFO or device is read as
+    :mod:`tracecheck.traces.source` says, its waits bounded by ``idle`` seconds)."""
     source = str(path)
-    with open_trace(path) as file, paused_gc(keep=True):
+    with open_trace(path, idle) as file, paused_gc(keep=True):
         try:
             return parse_trace_lines(trace_lines(file, source), source)
         except OSError as exc:
@@ -324,17 +325,24 @@ class TracePeek(NamedTuple):
     header: TraceHeader
     #: The lines after the header (its events, give or take blank lines).
     lines: int
+    #: The trace itself when the path could be read only once (a pipe, FIFO or device: it was
+    #: loaded to be peeked at), else None.
+    trace: Trace | None = None
 
 
 #: The bytes after the header a peek counts lines in.
 _SAMPLE: Final = 1 << 20
 
 
-def peek_trace(path: Path) -> TracePeek:
+def peek_trace(path: Path, *, idle: float = IDLE_SECONDS) -> TracePeek:
     """The header of a trace file (checked as :func:`load_trace` checks it) and its line count,
     exact up to :data:`_SAMPLE` bytes after the header and estimated from the file's size
     beyond (batching needs no more, and counting read every byte of the file before a
-    rejection at its line 3); the events are not parsed."""
+    rejection at its line 3); the events are not parsed. What can be read only once (a pipe,
+    FIFO or device) is loaded whole instead, and comes back in the peek."""
+    if is_stream(path):
+        trace = load_trace(path, idle=idle)
+        return TracePeek(path, trace.header, len(trace.events), trace)
     try:
         with path.open("rb") as file:
             first = file.readline(MAX_LINE + 1)
