@@ -14,9 +14,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tracecheck.traces.load import (
+    MAX_NODES,
     TraceFormatError,
     load_trace,
     parse_trace_lines,
@@ -80,6 +82,28 @@ def test_a_pipe_is_read_once_and_kept_by_its_peek(tmp_path: Path) -> None:
     assert peek.trace is not None
     assert peek.trace.events == load_trace(GOLDEN).events
     assert peek.lines == len(peek.trace.events)
+
+
+def _header(nodes: int) -> bytes:
+    names = [f"w{i}" for i in range(nodes)]
+    header = {"kind": "header", "schema_version": 4, "protocol": "rref", "nodes": names, "seed": 1}
+    return orjson.dumps(header) + b"\n"
+
+
+def test_a_header_with_ten_thousand_nodes_is_refused_before_tlc(tmp_path: Path) -> None:
+    path = tmp_path / "wide.ndjson"
+    event = {"kind": "event", "event": "Noop", "node": "w0", "seq": 1, "lamport": 1}
+    path.write_bytes(_header(10_000) + orjson.dumps(event) + b"\n")
+    with pytest.raises(TraceFormatError, match=f"10,000 names \\(at most {MAX_NODES},"):
+        peek_trace(path)
+    proc = _validate(str(path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "10,000 names" in proc.stderr
+    assert "StackOverflowError" not in proc.stdout + proc.stderr
+    # the limit itself is a header TLC takes: the largest one allowed loads
+    fine = tmp_path / "fine.ndjson"
+    fine.write_bytes(_header(MAX_NODES) + orjson.dumps(event) + b"\n")
+    assert len(load_trace(fine).header.nodes) == MAX_NODES
 
 
 class _Counting:
