@@ -30,9 +30,9 @@ from protoref.tracing import DELTA_OR_WHOLE, FrozenModel, TraceEventBase, tla_se
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.validate import check_schema
-from tracecheck.traces.deltas import resolve
 from tracecheck.traces.load import Trace, TraceFormatError, parse_trace_lines
 from tracecheck.traces.schema import _cut, _plan, check_events
+from traceformat.deltas import resolve
 
 RREF = load_mapping("rref")
 RENDEZVOUS = load_mapping("rendezvous")

@@ -24,17 +24,17 @@ from typing import Any, Final, Literal, NamedTuple
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from protoref.tracing import (
+from tracecheck.nogc import paused_gc
+from tracecheck.traces.errors import TraceFormatError
+from tracecheck.traces.jsonvalue import string_problem
+from tracecheck.traces.source import IDLE_SECONDS, MAX_LINE, is_stream, open_trace, trace_lines
+from traceformat import (
     SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,
     TraceEnd,
     TraceHeader,
     trusted,
 )
-from tracecheck.nogc import paused_gc
-from tracecheck.traces.errors import TraceFormatError
-from tracecheck.traces.jsonvalue import string_problem
-from tracecheck.traces.source import IDLE_SECONDS, MAX_LINE, is_stream, open_trace, trace_lines
 
 __all__ = [
     "MAX_LINE",

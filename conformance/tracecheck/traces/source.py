@@ -4,7 +4,8 @@ A trace path is usually a regular file, but a shell hands the checker whatever t
 typed: a pipe (``validate <(cat t)`` passes ``/dev/fd/63``), a named FIFO, a character device
 (``/dev/zero``, ``/dev/urandom``). Each is read once, as a stream, line by line:
 
-- a line is read with a bound (:data:`MAX_LINE` bytes): ``/dev/zero``, one endless line of NUL
+- a line is read with a bound (:data:`~traceformat.lines.MAX_LINE` bytes,
+  :func:`traceformat.lines.read_lines`): ``/dev/zero``, one endless line of NUL
   bytes, is refused after that many, instead of being read until memory runs out;
 - every line is decoded and parsed before the next is read, so ``/dev/urandom`` is refused at
   its first line (not UTF-8, or not JSON), and a rejection at line k reads k lines;
@@ -26,13 +27,10 @@ from pathlib import Path
 from typing import Final
 
 from tracecheck.traces.errors import TraceFormatError
+from traceformat.lines import MAX_LINE, LineError, read_lines
 
 __all__ = ["IDLE_SECONDS", "MAX_LINE", "is_stream", "open_trace", "trace_lines"]
 
-#: The longest line a trace may have, in bytes: a post-state of thousands of set elements is a
-#: few hundred kilobytes; a line past this is a broken or hostile writer (a 50 MB argument once
-#: crashed TLC and was echoed back as 52 MB of error text).
-MAX_LINE: Final = 4 * 1024 * 1024
 #: How long a pipe, FIFO or device may stay silent before the read is given up.
 IDLE_SECONDS: Final = 30.0
 _BUFFER: Final = 1 << 16
@@ -102,21 +100,9 @@ def open_trace(path: Path, idle: float = IDLE_SECONDS) -> io.BufferedReader:
 
 
 def trace_lines(file: io.BufferedReader, source: str) -> Iterator[str]:
-    """The lines of ``file``, decoded, each read only when the one before has been taken: a
-    line over :data:`MAX_LINE` bytes, a line that is not UTF-8 and a last line without its
-    newline (a writer killed mid-line) are each a :class:`TraceFormatError` at their line."""
-    number = 0
-    while True:
-        raw = file.readline(MAX_LINE + 1)
-        if not raw:
-            return
-        number += 1
-        if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
-            raise TraceFormatError(source, number, f"a line of more than {MAX_LINE:,} bytes")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise TraceFormatError(source, number, f"not UTF-8 text: {exc.reason}") from exc
-        if not text.endswith("\n"):
-            raise TraceFormatError(source, number, "truncated: the last line has no newline")
-        yield text
+    """:func:`traceformat.lines.read_lines` of ``file``, its errors as
+    :class:`TraceFormatError` naming ``source`` and the line."""
+    try:
+        yield from read_lines(file)
+    except LineError as exc:
+        raise TraceFormatError(source, exc.line, exc.problem) from exc
