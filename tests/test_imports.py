@@ -237,3 +237,145 @@ def test_no_circle_no_report(tmp_path: Path) -> None:
     graph = import_graph("pkg", folder)
     assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": set()}
     assert cycles(graph) == []
+
+
+# --- the one-way boundary between implementation and checker (issue #25, target 3) ------------
+
+#: The trace format both sides import (it imports neither).
+TRACEFORMAT = ROOT / "conformance" / "traceformat"
+#: The only tracecheck modules that may import protoref: the plug-ins (not their registry).
+PLUGINS = "tracecheck.plugins."
+
+
+def _is_ref(text: str) -> bool:
+    """Whether ``text`` is a ``module:ATTRIBUTE`` reference, which importlib would import just
+    the same as an import statement."""
+    module, colon, attribute = text.partition(":")
+    return (
+        bool(colon) and attribute.isidentifier() and all(map(str.isidentifier, module.split(".")))
+    )
+
+
+def foreign_imports(package: str, folder: Path, foreign: str) -> dict[str, list[str]]:
+    """Each module of ``package`` -> what of ``foreign`` it imports: any import, a function's
+    local one too, and any ``"foreign.module:NAME"`` string (an import by reference)."""
+    found: dict[str, list[str]] = {}
+    for name, path in _modules(package, folder).items():
+        hits: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names = [node.value] if _is_ref(node.value) else []
+            hits += [
+                n for n in names if n == foreign or n.startswith((f"{foreign}.", f"{foreign}:"))
+            ]
+        if hits:
+            found[name] = sorted(set(hits))
+    return found
+
+
+def test_tracecheck_reaches_protoref_only_through_its_plugins() -> None:
+    found = foreign_imports("tracecheck", SCOPE["tracecheck"], "protoref")
+    outside = {m: hits for m, hits in found.items() if not m.startswith(PLUGINS)}
+    assert not outside, f"tracecheck imports protoref outside tracecheck.plugins: {outside}"
+    assert found, "the plug-ins import protoref (or this check finds nothing)"
+
+
+#: protoref's benches, which import tracecheck (to write their figures into the docs): they move
+#: to the top-level ``benches`` package, the layer above both (TEMPLATE: benches/), in another
+#: branch of the same change. Delete this set once they have.
+_MOVING_TO_BENCHES = frozenset(
+    {"protoref.autograd.bench", "protoref.rref.bench", "protoref.rref.runtime.bench"}
+)
+
+
+def test_protoref_never_imports_tracecheck() -> None:
+    found = foreign_imports("protoref", SCOPE["protoref"], "tracecheck")
+    found = {m: hits for m, hits in found.items() if m not in _MOVING_TO_BENCHES}
+    assert not found, f"protoref imports tracecheck: {found}"
+
+
+def test_the_trace_format_imports_neither_side() -> None:
+    for foreign in ("protoref", "tracecheck", "structlog"):
+        found = foreign_imports("traceformat", TRACEFORMAT, foreign)
+        assert not found, f"traceformat imports {foreign}: {found}"
+    assert cycles(import_graph("traceformat", TRACEFORMAT)) == []
+
+
+def test_the_boundary_check_finds_lazy_and_by_reference_imports(tmp_path: Path) -> None:
+    folder = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "def f() -> None:\n    from other.sim import run  # lazy\n",
+            "b.py": 'TARGET = "other.trace:ADAPTER"\nNOTE = "other things: fine"\n',
+            "c.py": "import otherwise\nimport pkg.a\n",
+        },
+    )
+    assert foreign_imports("pkg", folder, "other") == {
+        "pkg.a": ["other.sim"],
+        "pkg.b": ["other.trace:ADAPTER"],
+    }
+
+
+#: Run in a fresh interpreter: protoref made unimportable (a meta-path finder that refuses it),
+#: then tracecheck's command line with the arguments given; says whether protoref got loaded.
+_WITHOUT_PROTOREF = """
+import sys
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name == "protoref" or name.startswith("protoref."):
+            raise ModuleNotFoundError(f"No module named {name!r} (refused)", name=name)
+        return None
+
+sys.meta_path.insert(0, Refuse())
+from tracecheck.cli import main
+code = main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] == "protoref")
+print("protoref loaded:", loaded)
+sys.exit(code)
+"""
+
+
+def _without_protoref(*args: str) -> subprocess.CompletedProcess[str]:
+    import sys  # noqa: PLC0415 - (the imports above are the circle checks')
+
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PROTOREF, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def test_tracecheck_validates_a_trace_with_protoref_unimportable(tmp_path: Path) -> None:
+    import json  # noqa: PLC0415 - (the imports above are the circle checks')
+
+    golden = ROOT / "tests" / "rref" / "golden" / "user_to_user.ndjson"
+    proc = _without_protoref("validate", "--no-explain", str(golden))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1/1 accepted" in proc.stdout
+    assert "protoref loaded: []" in proc.stdout
+    # and it still rejects: the same trace, its first event logging a wrong post-state
+    lines = golden.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[1])
+    first["post"]["nextId"] += 1
+    bad = tmp_path / "bad.ndjson"
+    bad.write_text("\n".join([lines[0], json.dumps(first), *lines[2:]]) + "\n", encoding="utf-8")
+    proc = _without_protoref("validate", "--no-explain", str(bad))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "rejected" in proc.stdout
+    assert "line 2" in proc.stdout
+    assert "protoref loaded: []" in proc.stdout
+    # a campaign needs the implementation: its plug-in says it is missing
+    proc = _without_protoref("campaign", "rref", "--runs", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "plug-in 'rref'" in proc.stderr
+    assert "cannot be loaded" in proc.stderr

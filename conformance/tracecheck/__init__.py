@@ -8,9 +8,11 @@ validation (:func:`validate_traces`, :func:`run_campaign`), action coverage
 the artefacts of a failure (:func:`keep_failures`).
 
 The sub-packages are layers, each importing only those before it: ``tla`` (TLA+ as text),
-``runner`` (TLC), ``traces`` (trace files), ``protocols`` (mapping tables), ``replay`` (traces
-through the spec), ``campaigns`` (many traces at once), ``cli`` (the command); docs/conformance.md
-says what each module holds.
+``runner`` (TLC), ``traces`` (trace files), ``plugins`` (the implementations: the only
+modules that import protoref), ``protocols`` (mapping tables), ``replay`` (traces through the
+spec), ``campaigns`` (many traces at once), ``cli`` (the command); docs/conformance.md says what
+each module holds. The trace format itself is the package :mod:`traceformat`, which protoref
+imports too.
 """
 
 from tracecheck.campaigns.campaign import CampaignResult, run_campaign

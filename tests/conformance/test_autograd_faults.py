@@ -1,7 +1,7 @@
 """Planted bugs in the autograd core are caught by the campaign, one row per bug.
 
 Each :class:`~protoref.autograd.sim.faults.Fault` is planted while the campaign's own simulator
-(``tracecheck.protocols.autograd.simulate``) runs the campaign's seeds (``make check`` runs
+(``tracecheck.plugins.autograd.simulate``) runs the campaign's seeds (``make check`` runs
 seeds 1..20); all broken traces go to TLC in one batch. For every bug some trace must be
 rejected, at an event of the action the bug broke, never before the first event where the
 broken run's trace differs from the correct run of the same seed (the correct prefix is
@@ -22,7 +22,8 @@ from protoref.autograd.sim.faults import FAULTS, Fault, inject, run_with_fault, 
 from protoref.autograd.sim.simworld import SimConfig
 from protoref.errors import ProtorefError
 from protoref.tracing import JsonlSink
-from tracecheck.protocols.autograd import AUTOGRAD, simulate
+from tracecheck.plugins.autograd import simulate
+from tracecheck.protocols.autograd import AUTOGRAD
 from tracecheck.replay.validate import validate_files
 from tracecheck.replay.verdicts import ValidationReport
 

@@ -65,6 +65,13 @@ def test_the_wheel_carries_every_spec_file_unchanged(wheel: Path) -> None:
             assert archive.read(f"tracecheck/spec/{name}") == (ROOT / "spec" / name).read_bytes()
         # and the Java trace reader's sources, which tracecheck compiles on first use
         assert any(n.endswith("TLCOverrides.java") for n in names)
+        # the trace format both sides import is a package of its own in the same wheel, and
+        # the plug-ins tracecheck reaches protoref through are registered by entry point
+        assert {"traceformat/__init__.py", "traceformat/py.typed"} <= names
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        registered = archive.read(entry_points).decode()
+        assert "[tracecheck.plugins]" in registered
+        assert "rref = tracecheck.plugins.rref:PLUGIN" in registered
 
 
 def test_an_installed_tracecheck_validates_from_another_folder(wheel: Path, tmp_path: Path) -> None:

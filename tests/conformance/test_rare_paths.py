@@ -22,6 +22,8 @@ import pytest
 from protoref.rref.sim.simulator import SimConfig, Simulator
 from protoref.tracing import JsonlSink
 from support.planted import plant
+from tracecheck.plugins import rendezvous as rendezvous_plugin
+from tracecheck.plugins import rref as rref_plugin
 from tracecheck.protocols import rendezvous, rref
 from tracecheck.replay.validate import validate_traces
 from tracecheck.traces.load import load_trace
@@ -97,11 +99,11 @@ def test_rare_paths_are_reached_and_the_misuse_is_refused(tmp_path: Path) -> Non
 
 def test_the_race_is_accepted_and_a_fork_after_timeout_rejected(tmp_path: Path) -> None:
     race = tmp_path / "race.ndjson"
-    rref.simulate(RACE_SEED, STEPS, race)
+    rref_plugin.simulate(RACE_SEED, STEPS, race)
     assert owner_creation_races(_events(race)) > 0
     planted = tmp_path / "planted.ndjson"
     with plant("fork-after-timeout"):
-        rref.simulate(PLANTED_SEED, STEPS, planted)
+        rref_plugin.simulate(PLANTED_SEED, STEPS, planted)
     assert _timed_out_then_used(_events(planted)) > 0
     report = validate_traces([load_trace(race), load_trace(planted)], rref.RREF, SPEC_ROOT)
     good, bad = report.verdicts
@@ -118,7 +120,7 @@ def test_the_race_is_accepted_and_a_fork_after_timeout_rejected(tmp_path: Path) 
 @pytest.mark.parametrize("seed", [EXIT_TIMEOUT_SEED])
 def test_an_exit_op_that_times_out_is_reached_and_accepted(seed: int, tmp_path: Path) -> None:
     path = tmp_path / "exit.ndjson"
-    rendezvous.simulate(seed, STEPS, path)
+    rendezvous_plugin.simulate(seed, STEPS, path)
     op: dict[str, str] = {}
     exits_timed_out = 0
     for e in _events(path):

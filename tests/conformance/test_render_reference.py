@@ -365,7 +365,7 @@ def test_campaign_rref_traces_use_the_shortcuts(campaign: dict[str, list[Trace]]
         for t in campaign["rref"]
     ]
     plan, posts = encode_compact(shapes)
-    from tracecheck.traces.deltas import UNCHANGED  # noqa: PLC0415
+    from traceformat.deltas import UNCHANGED  # noqa: PLC0415
 
     assert plan.keys
     assert any(v is UNCHANGED for rows in posts for row in rows for v in row)

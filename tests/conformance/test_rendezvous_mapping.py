@@ -6,9 +6,10 @@ from pathlib import Path
 
 from protoref.rendezvous.trace.events import EVENT_MODELS, POST_FIELDS
 from tracecheck.campaigns.campaign import campaign_failure_note, run_campaign
+from tracecheck.plugins.rendezvous import simulate
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import spec_actions
-from tracecheck.protocols.rendezvous import RENDEZVOUS, simulate
+from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.traces.load import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent.parent

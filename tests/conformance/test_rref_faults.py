@@ -32,9 +32,9 @@ from tracecheck.replay.artifacts import failure_note
 from tracecheck.replay.explain import Explanation
 from tracecheck.replay.validate import validate_traces
 from tracecheck.replay.verdicts import TraceVerdict, ValidationReport
-from tracecheck.traces.deltas import resolve
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, load_trace
+from traceformat.deltas import resolve
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC_ROOT = ROOT / "spec"

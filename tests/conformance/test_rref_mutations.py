@@ -42,9 +42,9 @@ from tracecheck.protocols.rref import RREF
 from tracecheck.replay.explain import Explanation
 from tracecheck.replay.validate import validate_traces
 from tracecheck.replay.verdicts import TraceVerdict
-from tracecheck.traces.deltas import resolve
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace, TraceFormatError, load_trace, parse_trace_lines
+from traceformat.deltas import resolve
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SPEC_ROOT = ROOT / "spec"
@@ -238,7 +238,7 @@ def _performs(
 ) -> bool:
     """The core's step from ``before``, logged, is exactly ``event``: its arguments, and its
     post-state as the checker rebuilds it (``whole_post``: the node's logged deltas applied
-    in file order, :func:`tracecheck.traces.deltas.resolve`)."""
+    in file order, :func:`traceformat.deltas.resolve`)."""
     made = _logged(result, node, before, delivered)
     return (
         _as_logged(made["args"]) == _as_logged(event["args"])

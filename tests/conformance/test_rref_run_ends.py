@@ -19,7 +19,8 @@ import pytest
 from protoref.errors import LeakError
 from support.planted import plant
 from tracecheck.cli import main
-from tracecheck.protocols.rref import RREF, simulate
+from tracecheck.plugins.rref import simulate
+from tracecheck.protocols.rref import RREF
 from tracecheck.replay.explain import Explanation
 from tracecheck.replay.validate import validate_traces
 from tracecheck.traces.load import load_trace, parse_trace_lines

@@ -27,12 +27,13 @@ from pydantic import (
 
 from protoref.rref.trace import EVENT_MODELS
 from protoref.tracing import DELTA_OR_WHOLE, FrozenModel, TraceEventBase, tla_set_in
+from tracecheck.plugins import event_schema
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.validate import check_schema
-from tracecheck.traces.deltas import resolve
 from tracecheck.traces.load import Trace, TraceFormatError, parse_trace_lines
 from tracecheck.traces.schema import _cut, _plan, check_events
+from traceformat.deltas import resolve
 
 RREF = load_mapping("rref")
 RENDEZVOUS = load_mapping("rendezvous")
@@ -61,9 +62,8 @@ def outcome(trace: Trace, mapping: ProtocolMap) -> str | None:
 
 
 def adapter_of(mapping: ProtocolMap) -> TypeAdapter[Any]:
-    assert mapping.event_schema is not None
-    module, _, name = mapping.event_schema.partition(":")
-    adapter: TypeAdapter[Any] = getattr(__import__(module, fromlist=[name]), name)
+    adapter = event_schema(mapping.protocol)
+    assert adapter is not None
     return adapter
 
 

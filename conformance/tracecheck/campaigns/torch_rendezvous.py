@@ -1,8 +1,9 @@
 """``tracecheck campaign torch-rendezvous``: torch 2.13's own rendezvous handler, run and checked.
 
-Each run is one scenario of :mod:`protoref.torch` (threads on a HashStore, TCPStore or
+Each run is one scenario of :mod:`protoref.torch`, reached through the torch plug-in
+(:mod:`tracecheck.plugins.torch_harness`): threads on a HashStore, TCPStore or
 FileStore; processes on a TCPStore or FileStore, killed with SIGKILL; the forced schedules of
-two torch defects) with the seed ``first_seed + i``; run ``i`` is the ``i``-th of
+two torch defects, with the seed ``first_seed + i``; run ``i`` is the ``i``-th of
 :func:`scenario_names`, cycling. Every trace is validated against DynamicRendezvous.tla and the
 spec's invariants are checked on each accepted behaviour. A run's verdict is one of:
 
@@ -15,8 +16,8 @@ spec's invariants are checked on each accepted behaviour. A run's verdict is one
 - ``failed``: anything else (a rejection, another invariant, a forced schedule that did not
   reproduce its defect, a scenario thread that failed).
 
-torch absent or not 2.13 is a :class:`~protoref.torch.compat.TorchUnavailableError`, which the
-command reports with its own exit code.
+torch absent or not 2.13 is the plug-in's ``TorchUnavailableError``, which the command reports
+with its own exit code.
 """
 
 from __future__ import annotations
@@ -107,23 +108,16 @@ class TorchCampaignResult(BaseModel):
 
 def scenario_names(*, processes: bool = True) -> list[str]:
     """Every scenario, in campaign order: threads, then the defect schedules, then processes."""
-    from protoref.torch.defects import DEFECT_SCENARIOS  # noqa: PLC0415 - needs torch only to run
-    from protoref.torch.processes import PROCESS_SCENARIOS  # noqa: PLC0415
-    from protoref.torch.scenarios import SCENARIOS  # noqa: PLC0415
-
-    names = [*SCENARIOS, *DEFECT_SCENARIOS]
-    return names + list(PROCESS_SCENARIOS) if processes else names
+    names: list[str] = _harness().scenario_names(processes=processes)
+    return names
 
 
-def _run(name: str, seed: int, folder: Path) -> Any:
-    from protoref.torch.defects import DEFECT_SCENARIOS  # noqa: PLC0415
-    from protoref.torch.driver import run_scenario  # noqa: PLC0415
-    from protoref.torch.processes import PROCESS_SCENARIOS, run_processes  # noqa: PLC0415
-    from protoref.torch.scenarios import SCENARIOS  # noqa: PLC0415
+def _harness() -> Any:
+    """The torch plug-in (:mod:`tracecheck.plugins.torch_harness`): imported when a campaign
+    runs, so that tracecheck's command line starts without protoref."""
+    from tracecheck.plugins import torch_harness  # noqa: PLC0415 - protoref and torch, lazily
 
-    if name in PROCESS_SCENARIOS:
-        return run_processes(PROCESS_SCENARIOS[name], seed, folder)
-    return run_scenario({**SCENARIOS, **DEFECT_SCENARIOS}[name], seed, folder)
+    return torch_harness
 
 
 def run_torch_campaign(
@@ -137,9 +131,8 @@ def run_torch_campaign(
 ) -> TorchCampaignResult:
     """Run ``runs`` scenarios on the installed torch and check every trace (see the module
     docstring). ``names``: the scenarios to cycle through (default: all)."""
-    from protoref.torch.compat import require_torch, torch_version  # noqa: PLC0415
-
-    require_torch()
+    harness = _harness()
+    harness.require_torch()
     order = list(names) if names is not None else scenario_names()
     folder = out or Path(tempfile.mkdtemp(prefix="campaign-torch-rendezvous-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -148,7 +141,7 @@ def run_torch_campaign(
     for i in range(runs):
         name, seed = order[i % len(order)], first_seed + i
         try:
-            done.append(_run(name, seed, folder))
+            done.append(harness.run(name, seed, folder))
         except Exception as err:  # a run that left no trace is a failed run, not the end
             broken.append(_no_trace(name, seed, err))
     run_seconds = time.monotonic() - started
@@ -164,7 +157,7 @@ def run_torch_campaign(
     if not keep:
         shutil.rmtree(folder, ignore_errors=True)
     return TorchCampaignResult(
-        torch=str(torch_version()),
+        torch=str(harness.torch_version()),
         runs=verdicts,
         report=report,
         invariants=witness,
@@ -194,11 +187,9 @@ def _witness_of(report: WitnessReport, source: str) -> WitnessVerdict | None:
 def _reference_verdicts(done: Sequence[Any], folder: Path, spec_root: Path) -> dict[str, str]:
     """pytorch#111646's traces replayed as the ``Reference`` variant: trace -> what happened
     ("rejected at ..." or "accepted")."""
-    from protoref.torch.defects import PYTORCH_111646  # noqa: PLC0415
-
     pairs = []
     for d in done:
-        if d.defect == PYTORCH_111646:
+        if d.defect == _harness().PYTORCH_111646:
             lines = d.trace.read_text(encoding="utf-8").splitlines()
             header = json.loads(lines[0])
             header["settings"]["Variant"] = "Reference"
@@ -220,7 +211,8 @@ def _reference_verdicts(done: Sequence[Any], folder: Path, spec_root: Path) -> d
 def _verdict(
     run: Any, v: TraceVerdict, w: WitnessVerdict | None, reference: str | None
 ) -> TorchRunVerdict:
-    from protoref.torch.defects import PYTORCH_111646, RANK_WORLD  # noqa: PLC0415
+    harness = _harness()
+    PYTORCH_111646, RANK_WORLD = harness.PYTORCH_111646, harness.RANK_WORLD  # noqa: N806
 
     def made(outcome: Outcome, detail: str, defect: str | None = None) -> TorchRunVerdict:
         return TorchRunVerdict(

@@ -30,7 +30,9 @@ TORCH_UNAVAILABLE: Final = 3
 
 
 def cmd_torch_campaign(args: argparse.Namespace, console: Console) -> int:
-    from protoref.torch.compat import TorchUnavailableError  # noqa: PLC0415 - protoref, lazily
+    from tracecheck.plugins.torch_harness import (  # noqa: PLC0415 - protoref, lazily
+        TorchUnavailableError,
+    )
 
     toolchain()
     try:

@@ -24,6 +24,7 @@ from tracecheck.replay.validate import validate_files, validate_traces
 from tracecheck.replay.witness import WitnessReport, check_invariants, print_witness
 from tracecheck.runner.toolchain import toolchain
 from tracecheck.traces.load import load_trace, merge_traces, peek_trace
+from tracecheck.traces.source import IDLE_SECONDS
 
 __all__ = ["add_campaign", "add_contract", "add_simtraces", "add_validate"]
 
@@ -54,6 +55,13 @@ def add_validate(sub: Any) -> None:
     )
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.add_argument("--artifacts", type=Path, help=ARTIFACTS_HELP)
+    validate.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=IDLE_SECONDS,
+        metavar="SECONDS",
+        help=f"how long a pipe or FIFO given as a trace may stay silent (default {IDLE_SECONDS:g})",
+    )
     validate.set_defaults(func=_cmd_validate)
 
 
@@ -113,8 +121,14 @@ def add_contract(sub: Any) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
-    merged = [merge_traces([load_trace(path) for path in args.traces])] if args.merge else None
-    peeks = [] if merged else [peek_trace(p) for p in args.traces]  # read once, passed on
+    idle = args.idle_timeout
+    merged = (
+        [merge_traces([load_trace(path, idle=idle) for path in args.traces])]
+        if args.merge
+        else None
+    )
+    # read once, passed on (a pipe or FIFO is loaded here: it cannot be read twice)
+    peeks = [] if merged else [peek_trace(p, idle=idle) for p in args.traces]
     protocols = {t.header.protocol for t in merged or peeks}
     if args.mapping is None and len(protocols) != 1:
         raise TracecheckError(f"traces of several protocols {sorted(protocols)}: pass --mapping")

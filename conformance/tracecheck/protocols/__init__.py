@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from pathlib import Path
 
 from tracecheck.errors import TracecheckError
+from tracecheck.plugins import Simulate, load_plugin
 from tracecheck.protocols.mapping import ProtocolMap
 
-__all__ = ["MAPPINGS", "SIMULATORS", "load_mapping", "load_simulator"]
+__all__ = ["MAPPINGS", "load_mapping", "load_simulator"]
 
 #: protocol name -> "module:attribute" of its ProtocolMap; imported on first use.
 MAPPINGS: dict[str, str] = {
@@ -19,24 +18,12 @@ MAPPINGS: dict[str, str] = {
 }
 
 
-#: protocol name -> "module:function" of ``simulate(seed, steps, out_path)`` for campaigns.
-SIMULATORS: dict[str, str] = {
-    "rref": "tracecheck.protocols.rref:simulate",
-    "rendezvous": "tracecheck.protocols.rendezvous:simulate",
-    "autograd": "tracecheck.protocols.autograd:simulate",
-}
-
-Simulate = Callable[[int, int, Path], None]
-
-
 def load_simulator(protocol: str) -> Simulate:
-    """The seeded simulator a campaign runs for ``protocol``."""
-    target = SIMULATORS.get(protocol)
-    if target is None:
-        known = ", ".join(sorted(SIMULATORS))
-        raise TracecheckError(f"no simulator for protocol {protocol!r} (known: {known})")
-    module_name, _, attribute = target.partition(":")
-    simulate: Simulate = getattr(importlib.import_module(module_name), attribute)
+    """The seeded simulator a campaign runs for ``protocol``: its plug-in's
+    (:mod:`tracecheck.plugins`)."""
+    simulate = load_plugin(protocol).simulate
+    if simulate is None:
+        raise TracecheckError(f"the plug-in {protocol!r} has no simulator")
     return simulate
 
 

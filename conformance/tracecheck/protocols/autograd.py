@@ -19,12 +19,11 @@ bound only has to be large enough).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 from tracecheck.traces.load import Trace
 
-__all__ = ["AUTOGRAD", "WORKER", "simulate"]
+__all__ = ["AUTOGRAD", "WORKER"]
 
 #: The acting worker (a natural) of the event's node (its decimal name).
 WORKER = "(CHOOSE tvW \\in Workers : ToString(tvW) = @)"
@@ -181,7 +180,6 @@ AUTOGRAD = ProtocolMap(
     module="DistAutograd",
     constants={name: f"{{settings[{name}]}}" for name in _SETTINGS},
     derive=_budgets,
-    event_schema="protoref.autograd.trace.events:EVENT_ADAPTER",
     actions=tuple(
         ActionMap(
             event=event,
@@ -193,21 +191,3 @@ AUTOGRAD = ProtocolMap(
     ),
     hidden={},
 )
-
-
-def simulate(seed: int, steps: int, out: Path) -> None:
-    """One seeded random run of protoref's autograd simulator, its trace written to ``out``.
-
-    Three workers, two of them opening contexts, nesting, late forward messages, duplicated
-    cleanups and outputs that miss the loss in every run; every fourth seed worker 0 alone
-    opens contexts and may crash (during a pass, too: a gradient request then meets a dead
-    worker). All runs share one configuration of the spec's constants (worker 0 may crash),
-    so a campaign validates in one batch.
-    """
-    from protoref.autograd.sim.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
-    from protoref.tracing import JsonlSink  # noqa: PLC0415
-
-    crash = seed % 4 == 0
-    config = SimConfig(crash=crash, creators=(0,) if crash else (0, 1))
-    with JsonlSink(str(out)) as sink:  # closed also when a (planted) bug stops the run
-        Simulator(seed, config, sink=sink).run(steps)

@@ -14,6 +14,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, JsonValue
 
+from tracecheck.plugins import plugin_refs
 from tracecheck.protocols.mapping import NODE, ProtocolMap
 
 __all__ = ["Contract", "EventContract", "contract_markdown", "contract_of"]
@@ -62,7 +63,8 @@ class Contract(BaseModel):
     #: Spec actions the replay may take unlogged between two events, at most ``max_hidden``.
     hidden_steps: tuple[str, ...]
     max_hidden: int
-    #: ``module:ATTRIBUTE`` of the pydantic schema every event is validated against first.
+    #: ``module:ATTRIBUTE`` of the plug-in whose implementation's event schema every event is
+    #: validated against first, when it is installed (:mod:`tracecheck.plugins`).
     event_schema: str | None
     #: What logged arguments hold, by name (checked before TLC runs).
     arg_kinds: dict[str, str] = {}
@@ -95,7 +97,7 @@ def contract_of(mapping: ProtocolMap) -> Contract:
         hidden=dict(mapping.hidden),
         hidden_steps=mapping.hidden_steps,
         max_hidden=mapping.max_hidden,
-        event_schema=mapping.event_schema,
+        event_schema=plugin_refs().get(mapping.protocol),
         arg_kinds=dict(mapping.arg_kinds),
         quiescence=dict(mapping.quiescence),
     )
@@ -124,7 +126,10 @@ def contract_markdown(c: Contract) -> str:
     if c.derived_constants:
         out.append("Some constants (bounds) are computed from the traces themselves.")
     if c.event_schema:
-        out.append(f"Events are validated first against `{c.event_schema}`.")
+        out.append(
+            f"Events are validated first against the event schema of the plug-in "
+            f"`{c.event_schema}`, when its implementation is installed."
+        )
     out.append(
         'A set-valued `post` field is logged whole, `{"#set": [...]}`, or (trace schema 3) as '
         'what the node\'s value gained and lost since the same node last logged it, `{"#add": '

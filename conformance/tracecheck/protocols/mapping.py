@@ -98,9 +98,6 @@ class ProtocolMap(BaseModel):
     #: Constants computed from the traces of a batch (e.g. id bounds that only need to be
     #: large enough): traces -> name -> TLA+ text. Traces batch when their other constants agree.
     derive: Callable[[Sequence[Trace]], Mapping[str, str]] | None = None
-    #: ``module:ATTRIBUTE`` of the implementation's pydantic TypeAdapter for this protocol's
-    #: events; when set, every event is validated against it before anything is rendered.
-    event_schema: str | None = None
     #: What the logged arguments hold, by name (the same name means the same thing in every
     #: event): ``"node"`` (one of the header's nodes), ``"id"`` (a ``[node, n]`` pair, n >= 1),
     #: ``"id?"`` (an id or ``[]``), ``"message"`` (a record whose ``src``, ``dst`` and ``owner``

@@ -17,13 +17,12 @@ real deadline takes (they saturate at -1) and converts the spec's record to the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 from tracecheck.tla.values import format_value
 from tracecheck.traces.load import Trace
 
-__all__ = ["RENDEZVOUS", "simulate"]
+__all__ = ["RENDEZVOUS"]
 
 #: The spec's state record in the trace's encoding: the deadline as an option.
 _STATE = (
@@ -172,7 +171,6 @@ RENDEZVOUS = ProtocolMap(
     setting_defaults=_DEFAULTS,
     notes=_NOTES,
     derive=_node_index,
-    event_schema="protoref.rendezvous.trace.events:EVENT_ADAPTER",
     actions=(
         # Tick has no acting node: the header's environment actor "clock" logs it.
         ActionMap(event="Tick", actor="env:clock"),
@@ -190,37 +188,3 @@ RENDEZVOUS = ProtocolMap(
         )
     },
 )
-
-
-def simulate(seed: int, steps: int, out: Path) -> None:
-    """One seeded random run of protoref's rendezvous simulator, its trace written to ``out``.
-
-    Four nodes, min 2, max 3, any node may close from tick 6, agents asking ``is_closed()``,
-    a join timeout of 6 ticks: 20 runs of 150 steps exercise every spec action (last call and
-    completion, the wait and redundancy lists, close, graceful exit of a redundant node,
-    read-only syncs, the rollback of a waiting node). (With the Reference epilogue a leave ends
-    the complete round, so waiters rarely wait long; at the default 12 ticks no waiter's join
-    timed out in 50 runs.)
-    """
-    from protoref.rendezvous.sim.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
-    from protoref.tracing import JsonlSink  # noqa: PLC0415
-
-    config = SimConfig(
-        nodes=4,
-        min_nodes=2,
-        max_nodes=3,
-        closers=4,
-        close_after=6,
-        read_only_syncs=True,
-        join_timeout=6,
-        # An exit op that times out (issue #21's rare paths): a participant that rejoins may
-        # stall past its op deadline (7 ticks), so its heartbeat must outlive that (4 x 2),
-        # or its own sync finds it dead and the exit op just finishes.
-        stalls=True,
-        keep_alive_max_attempt=4,
-    )
-    sink = JsonlSink(str(out))
-    try:
-        Simulator(seed, config, sink=sink).run(steps)
-    finally:  # a run that raised keeps what it logged (the campaign validates it)
-        sink.close()

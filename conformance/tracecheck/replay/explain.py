@@ -36,9 +36,9 @@ from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.diff import difference
 from tracecheck.tla.values import format_value
-from tracecheck.traces.deltas import resolve
 from tracecheck.traces.jsonvalue import from_json
 from tracecheck.traces.load import Trace
+from traceformat.deltas import resolve
 
 __all__ = ["Explanation", "FrontierState", "PostCheck", "explain_rejection"]
 

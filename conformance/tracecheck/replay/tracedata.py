@@ -11,9 +11,9 @@ from typing import Any, NamedTuple
 
 from tracecheck.protocols.mapping import NODE, ActionMap, ProtocolMap
 from tracecheck.tla.values import format_value
-from tracecheck.traces.deltas import UNCHANGED, Delta, DeltaError, element_text
 from tracecheck.traces.jsonvalue import JsonValueError, tla_text
 from tracecheck.traces.load import Trace, TraceFormatError, TraceHeader
+from traceformat.deltas import UNCHANGED, Delta, DeltaError, element_text
 
 __all__ = [
     "DATA_FILE",

@@ -41,9 +41,9 @@ from tracecheck.replay.tracedata import (
     event_rows,
 )
 from tracecheck.tla.values import format_value
-from tracecheck.traces.deltas import DeltaError
 from tracecheck.traces.load import Trace
 from tracecheck.traces.postdelta import DeltaPlan, encode_compact
+from traceformat.deltas import DeltaError
 
 __all__ = [
     "DONE_TAG",

@@ -25,19 +25,15 @@ failure on the generated modules (a parse error, a crash) is a
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import TypeAdapter
 
 from tracecheck.errors import TracecheckError
 from tracecheck.nogc import paused_gc
+from tracecheck.plugins import event_schema
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.batches import TLC_PROCESSES, GroupRun, chunks
 from tracecheck.replay.claims import Claim, first_false_claim
@@ -54,26 +50,17 @@ from tracecheck.traces.schema import check_events
 __all__ = ["check_schema", "validate_files", "validate_traces"]
 
 
-@cache
-def _schema(ref: str) -> TypeAdapter[Any]:
-    module_name, _, attribute = ref.partition(":")
-    adapter = getattr(importlib.import_module(module_name), attribute)
-    if not isinstance(adapter, TypeAdapter):
-        raise CheckerError(f"{ref} is not a pydantic TypeAdapter")
-    return adapter
-
-
 def _check_schemas(traces: Sequence[Trace], mapping: ProtocolMap) -> None:
     for trace in traces:
         check_schema(trace, mapping)
 
 
 def check_schema(trace: Trace, mapping: ProtocolMap) -> None:
-    """Validate every event against the implementation's own event schema, if it has one
-    (each logged set's elements once per trace: :mod:`tracecheck.traces.schema`)."""
-    if mapping.event_schema is None:
-        return
-    check_events(trace, _schema(mapping.event_schema))
+    """Validate every event against the implementation's own event schema, if its plug-in is
+    installed (each logged set's elements once per trace: :mod:`tracecheck.traces.schema`)."""
+    adapter = event_schema(mapping.protocol)
+    if adapter is not None:
+        check_events(trace, adapter)
 
 
 def validate_traces(
@@ -116,7 +103,8 @@ def validate_files(
     """
     started = time.monotonic()
     peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]
-    sources = [_Source(str(p.path), p.header, p.lines, path=p.path) for p in peeks]
+    # (a pipe, FIFO or device was read whole to be peeked at: its trace is in the peek)
+    sources = [_Source(str(p.path), p.header, p.lines, trace=p.trace, path=p.path) for p in peeks]
     explain_at_most = explain_limit if explain else 0
     return _validate(sources, mapping, spec_root, started, explain_at_most, options, simulate)
 

@@ -15,6 +15,7 @@ trace is never half-loaded. Per-process logs merge into one causal order by Lamp
 from __future__ import annotations
 
 import heapq
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -23,16 +24,17 @@ from typing import Any, Final, Literal, NamedTuple
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from protoref.tracing import (
+from tracecheck.nogc import paused_gc
+from tracecheck.traces.errors import TraceFormatError
+from tracecheck.traces.jsonvalue import string_problem
+from tracecheck.traces.source import IDLE_SECONDS, MAX_LINE, is_stream, open_trace, trace_lines
+from traceformat import (
     SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,
     TraceEnd,
     TraceHeader,
     trusted,
 )
-from tracecheck.errors import TracecheckError
-from tracecheck.nogc import paused_gc
-from tracecheck.traces.jsonvalue import string_problem
 
 __all__ = [
     "MAX_LINE",
@@ -48,17 +50,6 @@ __all__ = [
     "parse_trace_lines",
     "peek_trace",
 ]
-
-
-class TraceFormatError(TracecheckError):
-    """A trace file is malformed: says which file, line and field, and what was wrong."""
-
-    def __init__(self, source: str, line: int | None, problem: str) -> None:
-        self.source = source
-        self.line = line
-        self.problem = problem
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {problem}")
 
 
 class TraceEvent(BaseModel):
@@ -158,10 +149,11 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
 #: The longest node name a header may give.
 MAX_NODE_NAME = 256
 
-#: The longest line a trace may have, in characters: a post-state of thousands of set
-#: elements is a few hundred kilobytes; a line past this is a broken or hostile writer (a
-#: 50 MB argument once crashed TLC and was echoed back as 52 MB of error text).
-MAX_LINE = 4 * 1024 * 1024
+#: The most nodes (and, apart, environment actors) a header may name. A spec's constants are
+#: built from them (a node set, per-node functions): a header of 10,000 nodes ended in TLC's
+#: StackOverflowError after the JVM had started, and one of 256 (a 23-event RRef trace) did
+#: not finish in 300 s, while 64 was validated in 2.4 s. A header past this is refused first.
+MAX_NODES = 64
 
 
 _END_MODEL = TypeAdapter(TraceEnd)
@@ -203,6 +195,15 @@ _END_VERSION = 4
 def _header(raw: object, source: str, number: int) -> TraceHeader:
     if not isinstance(raw, dict) or raw.get("kind") != "header":
         raise TraceFormatError(source, number, "the first line must be the header (kind=header)")
+    for field in ("nodes", "environment"):
+        names = raw.get(field)
+        if isinstance(names, list) and len(names) > MAX_NODES:
+            raise TraceFormatError(
+                source,
+                number,
+                f"field {field}: {len(names):,} names (at most {MAX_NODES}, refused before "
+                "TLC starts: TLC does not check a model that size)",
+            )
     version = raw.get("schema_version")
     if type(version) is not int or version not in SUPPORTED_SCHEMA_VERSIONS:
         readable = " and ".join(map(str, SUPPORTED_SCHEMA_VERSIONS))
@@ -319,20 +320,16 @@ def _named(name: str) -> bool:
     return True
 
 
-def load_trace(path: Path) -> Trace:
-    """Read one trace file (see :func:`parse_trace_lines`)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TraceFormatError(str(path), None, f"cannot read: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(str(path), None, f"not UTF-8 text: {exc.reason}") from exc
-    if text and not text.endswith("\n"):
-        # A writer killed mid-line leaves a truncated last line; refuse rather than guess.
-        last = text.count("\n") + 1
-        raise TraceFormatError(str(path), last, "truncated: the last line has no newline")
-    with paused_gc(keep=True):
-        return parse_trace_lines(text.splitlines(), str(path))
+def load_trace(path: Path, *, idle: float = IDLE_SECONDS) -> Trace:
+    """Read one trace file (see :func:`parse_trace_lines`), streamed: each line is parsed as
+    it is read, so a malformed line k stops the read there (a pipe, FIFO or device is read as
+    :mod:`tracecheck.traces.source` says, its waits bounded by ``idle`` seconds)."""
+    source = str(path)
+    with open_trace(path, idle) as file, paused_gc(keep=True):
+        try:
+            return parse_trace_lines(trace_lines(file, source), source)
+        except OSError as exc:
+            raise TraceFormatError(source, None, f"cannot read: {exc.strerror}") from exc
 
 
 class TracePeek(NamedTuple):
@@ -343,22 +340,38 @@ class TracePeek(NamedTuple):
     header: TraceHeader
     #: The lines after the header (its events, give or take blank lines).
     lines: int
+    #: The trace itself when the path could be read only once (a pipe, FIFO or device: it was
+    #: loaded to be peeked at), else None.
+    trace: Trace | None = None
 
 
-def peek_trace(path: Path) -> TracePeek:
-    """The header of a trace file (checked as :func:`load_trace` checks it) and its line count;
-    the events are not parsed (the file is read once more to count them: from the page cache,
-    a few milliseconds per 10 MB)."""
+#: The bytes after the header a peek counts lines in.
+_SAMPLE: Final = 1 << 20
+
+
+def peek_trace(path: Path, *, idle: float = IDLE_SECONDS) -> TracePeek:
+    """The header of a trace file (checked as :func:`load_trace` checks it) and its line count,
+    exact up to :data:`_SAMPLE` bytes after the header and estimated from the file's size
+    beyond (batching needs no more, and counting read every byte of the file before a
+    rejection at its line 3); the events are not parsed. What can be read only once (a pipe,
+    FIFO or device) is loaded whole instead, and comes back in the peek."""
+    if is_stream(path):
+        trace = load_trace(path, idle=idle)
+        return TracePeek(path, trace.header, len(trace.events), trace)
     try:
         with path.open("rb") as file:
             first = file.readline(MAX_LINE + 1)
-            rest = sum(block.count(b"\n") for block in iter(lambda: file.read(1 << 20), b""))
+            sample = file.read(_SAMPLE)
+            rest = sample.count(b"\n")
+            if len(sample) == _SAMPLE:  # a long file: its lines estimated from its size
+                size = os.fstat(file.fileno()).st_size - len(first)
+                rest = max(1, round(rest * size / _SAMPLE))
     except OSError as exc:
         raise TraceFormatError(str(path), None, f"cannot read: {exc.strerror}") from exc
-    if len(first) > MAX_LINE:
-        raise TraceFormatError(str(path), 1, f"a line of more than {MAX_LINE:,} characters")
-    if not first.strip():
-        # the loader says what is wrong with it (empty, or a blank first line)
+    if len(first) > MAX_LINE and not first.endswith(b"\n"):
+        raise TraceFormatError(str(path), 1, f"a line of more than {MAX_LINE:,} bytes")
+    if not first.strip() or not first.endswith(b"\n"):
+        # the loader says what is wrong with it (empty, a blank or truncated first line)
         trace = load_trace(path)
         return TracePeek(path, trace.header, len(trace.events))
     try:

@@ -15,7 +15,7 @@ keys), so an expression is delta-encoded only when none of its elements has a ta
 [1, 2]}`` and ``{"#set": [2, 1]}`` differ as text and are equal as sets.
 
 Since trace schema version 3 an implementation may log such a field as a delta itself
-(:mod:`tracecheck.traces.deltas`): its traces are then linear in their length. An expression
+(:mod:`traceformat.deltas`): its traces are then linear in their length. An expression
 logged as a delta anywhere is rendered as differences, whatever it saves.
 
 Planning walks every logged set, and for a set whose elements are all new at each event
@@ -32,7 +32,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 import orjson
 
-from tracecheck.traces.deltas import (
+from traceformat.deltas import (
     MIXED,
     NO_CHANGE,
     NOTHING,

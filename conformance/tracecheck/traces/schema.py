@@ -47,8 +47,8 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import CoreSchema
 
-from protoref.tracing import DELTA_OR_WHOLE, tla_set_in
 from tracecheck.traces.load import Trace, TraceEvent, TraceFormatError
+from traceformat import DELTA_OR_WHOLE, tla_set_in
 
 __all__ = ["check_events"]
 

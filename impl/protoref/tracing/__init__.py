@@ -19,31 +19,15 @@ and a tracer re-joined every set's JSON at each step. A reader of version 3 also
 ``{"#set": [...]}`` where a delta may be (:data:`DELTA_OR_WHOLE`), as the node's new value, so a
 tracer may keep logging whole sets; version 2 traces log only those.
 
-The package's modules: ``values`` (set encoding), ``records`` (header, event base, deltas, end
-line, clock), ``sinks``, ``reading``. Only ``sinks`` imports structlog: :class:`JsonlSink` wraps
-a structlog logger whose processor chain renders each record as one JSON line, written by a
-buffered line logger.
-:class:`NullSink` reports itself disabled so drivers skip building events at all when tracing is
-off.
+The format itself (values, records, deltas, lines) is the package :mod:`traceformat`, which
+tracecheck imports too; this package re-exports it, and adds where records go (``sinks``) and
+reading a trace back through a protocol's event adapter (``reading``). Only ``sinks`` imports
+structlog: :class:`JsonlSink` wraps a structlog logger whose processor chain renders each
+record as one JSON line, written by a buffered line logger. :class:`NullSink` reports itself
+disabled so drivers skip building events at all when tracing is off.
 """
 
 from protoref.tracing.reading import Trace, read_trace, read_trace_file
-from protoref.tracing.records import (
-    DELTA,
-    DELTA_OR_WHOLE,
-    SCHEMA_VERSION,
-    SUPPORTED_SCHEMA_VERSIONS,
-    WHOLE,
-    FrozenModel,
-    NodeClock,
-    SetDelta,
-    TraceEnd,
-    TraceEventBase,
-    TraceHeader,
-    delta_model,
-    encode_line,
-    trusted,
-)
 from protoref.tracing.sinks import (
     BUFFER_BYTES,
     JsonlSink,
@@ -52,7 +36,26 @@ from protoref.tracing.sinks import (
     NullSink,
     TraceSink,
 )
-from protoref.tracing.values import TlaSet, sort_key, tla_set, tla_set_in
+from traceformat import (
+    DELTA,
+    DELTA_OR_WHOLE,
+    SCHEMA_VERSION,
+    SUPPORTED_SCHEMA_VERSIONS,
+    WHOLE,
+    FrozenModel,
+    NodeClock,
+    SetDelta,
+    TlaSet,
+    TraceEnd,
+    TraceEventBase,
+    TraceHeader,
+    delta_model,
+    encode_line,
+    sort_key,
+    tla_set,
+    tla_set_in,
+    trusted,
+)
 
 __all__ = [
     "BUFFER_BYTES",

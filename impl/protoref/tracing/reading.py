@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from protoref.errors import TraceFormatError
-from protoref.tracing.records import TraceEnd, TraceEventBase, TraceHeader
+from traceformat import TraceEnd, TraceEventBase, TraceHeader
 
 # --------------------------------------------------------------------------- reading
 

@@ -21,7 +21,7 @@ from pydantic import (
     BaseModel,
 )
 
-from protoref.tracing.records import TraceEnd, TraceEventBase, TraceHeader, encode_line
+from traceformat import TraceEnd, TraceEventBase, TraceHeader, encode_line
 
 # --------------------------------------------------------------------------- sinks
 

@@ -1,6 +1,7 @@
-"""The trace's record types: frozen pydantic models built without validation where the values
-are the implementation's own (:func:`trusted`), per-node set deltas (:class:`SetDelta`, schema 3),
-the header, the end line of a finished run (schema 4), the event base and the Lamport clock."""
+"""The trace's record types, what every writer and reader of a trace shares: frozen pydantic
+models built without validation where the values are the implementation's own
+(:func:`trusted`), per-node set deltas (:class:`SetDelta`, schema 3), the header, the end line
+of a finished run (schema 4), the event base and the Lamport clock."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from pydantic import (
     WrapSerializer,
 )
 
-from protoref.tracing.values import sort_key
+from traceformat.values import sort_key
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -235,8 +236,3 @@ class NodeClock:
         self.seq += 1
         self.lamport = max(self.lamport, sent_at) + 1
         return self.seq, self.lamport
-
-
-def encode_line(record: BaseModel) -> str:
-    """One JSON line (no newline) for a header or event, spec variable names as keys."""
-    return record.model_dump_json(by_alias=True)

@@ -1,0 +1,143 @@
+"""Hostile trace paths (issue #28 item 8), through the real command line: a FIFO nobody writes
+to, ``/dev/zero`` and ``/dev/urandom`` end in a typed error in bounded time; a valid trace
+through a pipe (``validate <(cat t)``) is validated, not reported empty; a header with 10,000
+nodes is refused before TLC starts; a trace is read line by line, so a rejection at line 3 of a
+long file reads three lines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tracecheck.traces.load import (
+    MAX_NODES,
+    TraceFormatError,
+    load_trace,
+    parse_trace_lines,
+    peek_trace,
+)
+from tracecheck.traces.source import trace_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "rref" / "golden" / "user_to_user.ndjson"
+#: Generous: each case ends in well under a second of reading (plus interpreter start).
+BOUND = 60
+
+
+def _validate(*args: str, shell: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "tracecheck.cli", "validate", *args]
+    if shell is not None:  # a bash process substitution, as a user would type it
+        command = ["bash", "-c", f"{' '.join(command)} {shell}"]
+    return subprocess.run(
+        command, capture_output=True, text=True, check=False, timeout=BOUND, cwd=ROOT
+    )
+
+
+def test_a_fifo_without_a_writer_is_a_typed_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = _validate(str(fifo), "--idle-timeout", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "nothing to read for 1 s" in proc.stderr
+    assert time.monotonic() - started < BOUND
+
+
+@pytest.mark.parametrize(
+    ("device", "problem"),
+    [("/dev/zero", "a line of more than 4,194,304 bytes"), ("/dev/urandom", "/dev/urandom:1:")],
+)
+def test_an_endless_device_is_a_typed_error(device: str, problem: str) -> None:
+    if not Path(device).exists():
+        pytest.skip(f"no {device} on this system")
+    proc = _validate(device)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert problem in " ".join(proc.stderr.split())  # (rich wraps long messages)
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash's <(...)")
+def test_a_trace_through_a_pipe_is_validated() -> None:
+    proc = _validate("--no-explain", shell=f"<(cat {GOLDEN})")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "accepted /dev/fd/" in proc.stdout
+    assert "1/1 accepted; 23 events" in proc.stdout
+
+
+def test_a_pipe_is_read_once_and_kept_by_its_peek(tmp_path: Path) -> None:
+    fifo = tmp_path / "t.fifo"
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["cp", str(GOLDEN), str(fifo)])
+    try:
+        peek = peek_trace(fifo, idle=BOUND)
+    finally:
+        writer.wait(timeout=BOUND)
+    assert peek.trace is not None
+    assert peek.trace.events == load_trace(GOLDEN).events
+    assert peek.lines == len(peek.trace.events)
+
+
+def _header(nodes: int) -> bytes:
+    names = [f"w{i}" for i in range(nodes)]
+    header = {"kind": "header", "schema_version": 4, "protocol": "rref", "nodes": names, "seed": 1}
+    return orjson.dumps(header) + b"\n"
+
+
+def test_a_header_with_ten_thousand_nodes_is_refused_before_tlc(tmp_path: Path) -> None:
+    path = tmp_path / "wide.ndjson"
+    event = {"kind": "event", "event": "Noop", "node": "w0", "seq": 1, "lamport": 1}
+    path.write_bytes(_header(10_000) + orjson.dumps(event) + b"\n")
+    with pytest.raises(TraceFormatError, match=f"10,000 names \\(at most {MAX_NODES},"):
+        peek_trace(path)
+    proc = _validate(str(path))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "10,000 names" in proc.stderr
+    assert "StackOverflowError" not in proc.stdout + proc.stderr
+    # the limit itself is a header TLC takes: the largest one allowed loads
+    fine = tmp_path / "fine.ndjson"
+    fine.write_bytes(_header(MAX_NODES) + orjson.dumps(event) + b"\n")
+    assert len(load_trace(fine).header.nodes) == MAX_NODES
+
+
+class _Counting:
+    """The lines of an iterator, counting those taken."""
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self.lines, self.taken = lines, 0
+
+    def __iter__(self) -> _Counting:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self.lines)
+        self.taken += 1
+        return line
+
+
+def test_a_rejection_at_line_3_reads_three_lines(tmp_path: Path) -> None:
+    golden = GOLDEN.read_text(encoding="utf-8").splitlines(keepends=True)
+    # a long file whose line 3 repeats line 2 (a repeated seq: a format error at line 3)
+    long = tmp_path / "long.ndjson"
+    with long.open("w", encoding="utf-8") as out:
+        out.write(golden[0] + golden[1] + golden[1])
+        for _ in range(20_000):
+            out.write(golden[2])
+    size = long.stat().st_size
+    with long.open("rb") as file:
+        counted = _Counting(trace_lines(file, str(long)))
+        with pytest.raises(TraceFormatError) as caught:
+            parse_trace_lines(counted, str(long))
+        read = file.tell()
+    assert caught.value.line == 3
+    assert counted.taken == 3
+    assert read < size // 10  # (a buffer's worth, not the file)
+    with pytest.raises(TraceFormatError) as again:
+        load_trace(long)
+    assert again.value.line == 3
