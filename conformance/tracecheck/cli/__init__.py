@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     models.add_bench(sub)
     models.add_docs(sub)
     tlc.add_sany(sub)
+    tlc.add_toolchain(sub)
     validation.add_simtraces(sub)
     validation.add_contract(sub)
     return parser
