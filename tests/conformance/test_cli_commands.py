@@ -145,7 +145,7 @@ def _tlc_java_processes(marker: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_stops_tlc_and_removes_the_temporary_folders(
     tmp_path: Path, specs: Path, sig: signal.Signals
 ) -> None:
@@ -171,6 +171,47 @@ def test_a_signal_stops_tlc_and_removes_the_temporary_folders(
     assert "Traceback" not in err
     assert not _tlc_java_processes(str(temp))
     assert list(temp.iterdir()) == []
+
+
+def test_sigkill_ends_tlc_and_the_next_run_removes_the_folders(tmp_path: Path, specs: Path) -> None:
+    # SIGKILL runs no handler: TLC (in a session of its own) ends through its watchdog, whose
+    # stdin pipe the kernel closes; the folders left behind go at the next tracecheck's start.
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = os.environ | {"TMPDIR": str(temp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracecheck.cli", "tlc", str(specs / "Slow.tla")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while not _tlc_java_processes(str(temp)):
+        assert proc.poll() is None
+        assert time.monotonic() < deadline, "TLC did not start"
+        time.sleep(0.2)
+    left = [p.name for p in temp.iterdir()]
+    assert left
+    assert all(name.startswith(f"tlc-meta-{proc.pid}-") for name in left)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while _tlc_java_processes(str(temp)):
+        assert time.monotonic() < deadline, "TLC outlived the tracecheck that started it"
+        time.sleep(0.2)
+    assert [p.name for p in temp.iterdir()] == left  # nothing ran to remove them
+    other = temp / "tlc-meta-notapid-x"  # not tracecheck's naming: left alone
+    other.mkdir()
+    again = subprocess.run(
+        [sys.executable, "-m", "tracecheck.cli", "tlc", str(specs / "Counter.tla"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    assert [p.name for p in temp.iterdir()] == [other.name]
 
 
 def test_bench_never_writes_a_failed_run_into_the_docs(

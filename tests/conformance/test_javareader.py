@@ -15,6 +15,7 @@ from tracecheck.replay.tlcrun import run_rendered, spec_library
 from tracecheck.replay.tracedata import DATA_FILE
 from tracecheck.replay.tracespec import render_batch
 from tracecheck.replay.validate import validate_traces
+from tracecheck.runner import javac
 from tracecheck.runner.results import Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.values import ModelValue, Record, TLAFunction, format_value
@@ -111,6 +112,9 @@ def test_an_unusable_cache_folder_means_no_reader_not_an_error(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
     monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
+    assert reader_classes() is not None  # the shipped classes need no cache
+    # another jar than the shipped classes were built for: only the cache could serve
+    monkeypatch.setattr(javac, "shipped", lambda *_args: None)
     assert reader_classes() is None
     (verdict,) = validate_traces([trace(GOOD)], LEDGER, SPEC_ROOT, explain=False).verdicts
     assert verdict.accepted

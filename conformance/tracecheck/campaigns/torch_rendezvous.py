@@ -27,7 +27,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -128,9 +128,11 @@ def run_torch_campaign(
     out: Path | None = None,
     names: Sequence[str] | None = None,
     explain: bool = True,
+    on_run: Callable[[str, int, float], None] | None = None,
 ) -> TorchCampaignResult:
     """Run ``runs`` scenarios on the installed torch and check every trace (see the module
-    docstring). ``names``: the scenarios to cycle through (default: all)."""
+    docstring). ``names``: the scenarios to cycle through (default: all); ``on_run`` hears
+    each run's scenario, seed and seconds as it ends (the command's progress lines)."""
     harness = _harness()
     harness.require_torch()
     order = list(names) if names is not None else scenario_names()
@@ -140,10 +142,13 @@ def run_torch_campaign(
     done, broken = [], []
     for i in range(runs):
         name, seed = order[i % len(order)], first_seed + i
+        began = time.monotonic()
         try:
             done.append(harness.run(name, seed, folder))
         except Exception as err:  # a run that left no trace is a failed run, not the end
             broken.append(_no_trace(name, seed, err))
+        if on_run is not None:
+            on_run(name, seed, time.monotonic() - began)
     run_seconds = time.monotonic() - started
     mapping = load_mapping("rendezvous")
     traces, report = validate_files([d.trace for d in done], mapping, spec_root, explain=explain)
@@ -153,7 +158,10 @@ def run_torch_campaign(
         _verdict(d, v, _witness_of(witness, v.source), reference.get(str(d.trace)))
         for d, v in zip(done, report.verdicts, strict=True)
     ] + broken
-    keep = out is not None or any(v.outcome != "accepted" for v in verdicts)
+    # (read while the traces are there: with every run accepted the folder goes just below)
+    stores = _coverage(done, verdicts[: len(done)])
+    # known torch defects are expected in every campaign: only a failed run keeps its traces
+    keep = out is not None or any(v.outcome == "failed" for v in verdicts)
     if not keep:
         shutil.rmtree(folder, ignore_errors=True)
     return TorchCampaignResult(
@@ -161,7 +169,7 @@ def run_torch_campaign(
         runs=verdicts,
         report=report,
         invariants=witness,
-        stores=_coverage(done, verdicts[: len(done)]),
+        stores=stores,
         run_seconds=run_seconds,
         trace_dir=str(folder) if keep else None,
     )

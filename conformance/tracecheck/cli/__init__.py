@@ -19,7 +19,7 @@ from rich.markup import escape
 from tracecheck.cli import models, tlc, validation
 from tracecheck.cli.common import make_console, spec_root_of
 from tracecheck.errors import TracecheckError
-from tracecheck.runner.tlc import resume, stop_all
+from tracecheck.runner.tlc import resume, stop_all, sweep_stale
 
 # The docstring above is the --help description. One module per command group: models (check,
 # docs, bench), tlc (tlc, sany), validation (validate, campaign, simtraces, contract); common
@@ -39,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.extra = extra
     console = make_console()
+    sweep_stale()  # what a tracecheck killed by SIGKILL left in the temporary folder
     try:
         with _stopping_tlc_on_signals():
             spec_root_of(args)
@@ -59,8 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+#: The signals that stop tracecheck cleanly: Ctrl-C, kill, and a closed terminal.
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class _Signalled(BaseException):
-    """SIGINT or SIGTERM arrived: raised where the main thread was, after TLC was killed, so
+    """SIGINT, SIGTERM or SIGHUP arrived: raised where the main thread was, after TLC was killed, so
     that every ``finally`` on the way out (temporary folders, thread pools) runs."""
 
     def __init__(self, signum: int) -> None:
@@ -70,8 +75,9 @@ class _Signalled(BaseException):
 
 @contextlib.contextmanager
 def _stopping_tlc_on_signals() -> Iterator[None]:
-    """On SIGINT or SIGTERM: kill every running TLC (its process group: TLC runs in its own
-    session, so a terminal's Ctrl-C does not reach it) and refuse to start more, then unwind.
+    """On SIGINT, SIGTERM or SIGHUP: kill every running TLC (its process group: TLC runs in its
+    own session, so a terminal's Ctrl-C or hang-up does not reach it) and refuse to start more,
+    then unwind (a SIGKILL runs no handler: TLC's watchdog ends it, :mod:`tracecheck.runner.tlc`).
     Thread pools wait for their TLC threads on the way out, which end once TLC is dead."""
     if threading.current_thread() is not threading.main_thread():
         yield  # (signal handlers belong to the main thread)
@@ -81,7 +87,9 @@ def _stopping_tlc_on_signals() -> Iterator[None]:
         stop_all()
         raise _Signalled(signum)
 
-    saved = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # (a SIGHUP ignored on purpose, as under nohup, stays ignored)
+    wanted = [s for s in _STOPPING if signal.getsignal(s) is not signal.SIG_IGN]
+    saved = {sig: signal.signal(sig, stop) for sig in wanted}
     try:
         yield
     finally:
@@ -100,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     models.add_bench(sub)
     models.add_docs(sub)
     tlc.add_sany(sub)
+    tlc.add_toolchain(sub)
     validation.add_simtraces(sub)
     validation.add_contract(sub)
     return parser

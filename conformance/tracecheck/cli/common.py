@@ -108,10 +108,11 @@ def make_console(*, stderr: bool = False) -> Console:
 
 
 @contextmanager
-def live_progress(console: Console, label: str) -> Iterator[ProgressCallback]:
+def live_progress(console: Console | None, label: str) -> Iterator[ProgressCallback]:
     """A spinner with TLC's latest figures; TLC 2.15 reports progress once a minute. Only on a
-    terminal: in a pipe or a log it would print a blank line where it stood."""
-    if not console.is_terminal:
+    terminal (and not with ``console`` None: several runs at once): in a pipe or a log it would
+    print a blank line where it stood."""
+    if console is None or not console.is_terminal:
         yield lambda _progress: None
         return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())

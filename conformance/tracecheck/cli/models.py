@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +33,19 @@ from tracecheck.cli.common import (
     positive,
     positive_float,
 )
+from tracecheck.cli.progress import ProgressLog, duration
 from tracecheck.errors import TracecheckError
 from tracecheck.runner.distributed import Distribution
 from tracecheck.runner.manifest import (
     ModelCheck,
+    ModelEntry,
     load_manifest,
     models_markdown,
     record_results,
     run_model,
 )
 from tracecheck.runner.teeth import teeth_markdown
+from tracecheck.runner.tlc import cores
 from tracecheck.runner.toolchain import toolchain
 
 __all__ = ["add_bench", "add_check", "add_docs"]
@@ -60,6 +64,12 @@ def add_check(sub: Any) -> None:
         help="which models to run (default: quick; --model ignores it)",
     )
     check.add_argument("--workers", help="override the manifest's workers (a number or auto)")
+    check.add_argument(
+        "--jobs",
+        type=positive("--jobs"),
+        help="models checked at once (default: one per core when each TLC has one worker; 1 "
+        "with --workers or --distributed)",
+    )
     check.add_argument(
         "--timeout", type=positive_float, help="seconds per model before TLC is killed"
     )
@@ -137,30 +147,47 @@ def add_docs(sub: Any) -> None:
 
 def _cmd_check(args: argparse.Namespace, console: Console) -> int:
     manifest = load_manifest(args.spec_root)
-    selected = manifest.select(args.protocol, args.model, args.klass)
+    selected = schedule(manifest.select(args.protocol, args.model, args.klass))
     if args.list:
         for protocol, entry in selected:
-            console.print(f"{protocol:12} {entry.name:40} {entry.klass:6} {_expected(entry)}")
+            smoke = " smoke" if entry.smoke else ""
+            console.print(
+                f"{protocol:12} {entry.name:40} {entry.klass:6} {_expected(entry)}{smoke}"
+            )
         return 0
     if not selected:
         console.print("[yellow]no models selected[/]")
         return 1
     toolchain()  # fail early, with the install hint, before any progress display
     distribution = _distribution(args)
-    checks: list[ModelCheck] = []
-    for protocol, entry in selected:
+    workers = parse_workers(args.workers)
+    jobs = _jobs(args, distribution, workers, len(selected))
+    log = ProgressLog(
+        console,
+        len(selected),
+        expected={f"{p}/{e.name}": e.recorded.seconds for p, e in selected},
+        jobs=jobs,
+    )
+    if not args.json:
+        console.print(
+            f"{len(selected)} models, {jobs} at a time"
+            + (" (smoke models first)" if any(e.smoke for _, e in selected) else "")
+        )
 
-        def ready(cmd: list[str]) -> None:
-            if args.json:
-                return
-            where = (
-                "a worker on another host joins with"
-                if args.host
-                else "(loopback only; with --host ADDRESS, workers on other hosts join with)"
-            )
-            console.print(f"[dim]TLC server ready; {where}: {escape(shlex.join(cmd))}[/]")
+    def ready(cmd: list[str]) -> None:
+        if args.json:
+            return
+        where = (
+            "a worker on another host joins with"
+            if args.host
+            else "(loopback only; with --host ADDRESS, workers on other hosts join with)"
+        )
+        console.print(f"[dim]TLC server ready; {where}: {escape(shlex.join(cmd))}[/]")
 
-        with live_progress(console, f"{protocol}/{entry.name}") as on_progress:
+    def one(protocol: str, entry: ModelEntry) -> ModelCheck:
+        label = f"{protocol}/{entry.name}"
+        # TLC's own figures (once a minute) only when one model runs at a time, on a terminal
+        with live_progress(console if jobs == 1 else None, label) as on_progress:
             check = run_model(
                 manifest,
                 protocol,
@@ -168,12 +195,20 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
                 on_progress,
                 distribution=distribution,
                 on_ready=ready,
-                workers=parse_workers(args.workers),
+                workers=workers,
                 timeout=args.timeout,
             )
-        checks.append(check)
         if not args.json:
-            _print_check_line(console, check)
+            log.finished(label, _check_line(check), check.result.wall_seconds)
+        return check
+
+    if jobs == 1:
+        checks = [one(p, e) for p, e in selected]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tracecheck-check") as pool:
+            # submitted in schedule order: smoke models start first, then the longest
+            futures = [pool.submit(one, p, e) for p, e in selected]
+            checks = [f.result() for f in futures]
     if args.json:
         # the manifest's own field names ("class", not the Python attribute)
         print(json.dumps([c.model_dump(mode="json", by_alias=True) for c in checks], indent=2))
@@ -185,8 +220,30 @@ def _cmd_check(args: argparse.Namespace, console: Console) -> int:
     failed = [c for c in checks if not c.ok]
     if not args.json:
         verdict = "[green]all as expected[/]" if not failed else f"[red]{len(failed)} differ[/]"
-        console.print(f"{len(checks)} models: {verdict}")
+        spent = sum(c.result.wall_seconds for c in checks)
+        console.print(
+            f"{len(checks)} models: {verdict} ({log.total_line('models')}, {jobs} at a time; "
+            f"{duration(spent)} of TLC runs)"
+        )
     return 1 if failed else 0
+
+
+def schedule(selected: list[tuple[str, ModelEntry]]) -> list[tuple[str, ModelEntry]]:
+    """The order models start in: each protocol's smoke model first (an error in a spec shows
+    in seconds), then the longest recorded first (so the last to finish is a short one)."""
+    return sorted(selected, key=lambda pe: (not pe[1].smoke, -(pe[1].recorded.seconds or 0.0)))
+
+
+def _jobs(
+    args: argparse.Namespace, distribution: Distribution | None, workers: object, count: int
+) -> int:
+    """How many models run at once: ``--jobs``, else one per core when each TLC has one worker
+    and nothing is distributed (several workers per TLC, or distributed TLC: one at a time)."""
+    if args.jobs is not None:
+        return min(int(args.jobs), count)
+    if distribution is not None or workers not in (None, 1):
+        return 1
+    return max(1, min(cores(), count))
 
 
 def _distribution(args: argparse.Namespace) -> Distribution | None:
@@ -210,7 +267,7 @@ def _expected(entry: object) -> str:
     return f"{text} {violates}" if violates else text
 
 
-def _print_check_line(console: Console, check: ModelCheck) -> None:
+def _check_line(check: ModelCheck) -> str:
     mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
     line = f"{mark} {check.protocol}/{check.entry.name}: {escape(got(check.result))}"
     if check.problem:
@@ -219,7 +276,11 @@ def _print_check_line(console: Console, check: ModelCheck) -> None:
         line += f"  [yellow]drift: {', '.join(check.drift)}[/]"
     if check.mode:
         line += f"  [dim]({escape(check.mode)})[/]"
-    console.print(line)
+    return line
+
+
+def _print_check_line(console: Console, check: ModelCheck) -> None:
+    console.print(_check_line(check))
 
 
 def _check_table(checks: list[ModelCheck]) -> Table:

@@ -4,6 +4,7 @@ and ``sany`` (parse and check it)."""
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import tempfile
 from pathlib import Path
@@ -14,12 +15,14 @@ from rich.markup import escape
 
 from tracecheck.cli.common import got, live_progress, num, parse_workers, positive, positive_float
 from tracecheck.errors import TracecheckError
+from tracecheck.runner.javac import HELPERS, helper_classes, javac, shipped
 from tracecheck.runner.manifest import MANIFEST_NAME, entry_for
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_sany, run_tlc, tlc_command
+from tracecheck.runner.toolchain import java_source, toolchain
 from tracecheck.tla.values import format_value
 
-__all__ = ["add_sany", "add_tlc"]
+__all__ = ["add_sany", "add_tlc", "add_toolchain"]
 
 
 def add_tlc(sub: Any) -> None:
@@ -54,6 +57,49 @@ def add_tlc(sub: Any) -> None:
     tlc.add_argument("--json", action="store_true", help="print the result as JSON")
     tlc.epilog = "Flags after -- are passed to TLC verbatim, e.g. -- -view."
     tlc.set_defaults(func=_cmd_tlc)
+
+
+def add_toolchain(sub: Any) -> None:
+    tools = sub.add_parser(
+        "toolchain", help="say which java runs TLC, which jar, and where the Java helpers come from"
+    )
+    tools.add_argument("--json", action="store_true", help="as JSON")
+    tools.set_defaults(func=_cmd_toolchain)
+
+
+def _cmd_toolchain(args: argparse.Namespace, console: Console) -> int:
+    java, where = java_source()
+    tools = toolchain()
+    compiler = javac(tools)
+    helpers = {}
+    for helper in HELPERS:
+        found = shipped(helper)
+        if found is not None:
+            helpers[helper.stem] = "shipped"
+        else:
+            built = helper_classes(helper)
+            helpers[helper.stem] = "none" if built is None else f"compiled ({built})"
+    report = {
+        "java": java,
+        "java_from": where,
+        "java_version": tools.java_version,
+        "jar": str(tools.jar),
+        "javac": compiler,
+        "helpers": helpers,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    console.print(
+        f"java: {escape(java)} (Java {tools.java_version}, from {where}); "
+        f"TLC jar: {escape(str(tools.jar))}"
+    )
+    console.print(
+        "Java helpers: "
+        + ", ".join(f"{name} {how}" for name, how in helpers.items())
+        + f"; javac: {escape(compiler or 'none (not needed)')}"
+    )
+    return 0
 
 
 def add_sany(sub: Any) -> None:
@@ -102,10 +148,11 @@ def _cmd_tlc(args: argparse.Namespace, console: Console) -> int:
         cmd = tlc_command(
             args.spec.resolve(), args.config and args.config.resolve(), options, metadir
         )
-        console.print(
-            f"cd {shlex.quote(str(args.spec.resolve().parent))} && {shlex.join(cmd)}",
-            soft_wrap=True,
-        )
+        cwd = str(args.spec.resolve().parent)
+        if args.json:
+            print(json.dumps({"cwd": cwd, "command": cmd}, indent=2))
+            return 0
+        console.print(f"cd {shlex.quote(cwd)} && {shlex.join(cmd)}", soft_wrap=True)
         return 0
     with live_progress(console, args.spec.name) as on_progress:
         result = run_tlc(args.spec, args.config, options, on_progress)

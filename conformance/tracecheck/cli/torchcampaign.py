@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tracecheck.campaigns.torch_rendezvous import TorchCampaignResult, run_torch_campaign
+from tracecheck.cli.progress import ProgressLog
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.coverage import action_coverage
 from tracecheck.replay.report import print_report
@@ -35,8 +36,16 @@ def cmd_torch_campaign(args: argparse.Namespace, console: Console) -> int:
     )
 
     toolchain()
+    log = ProgressLog(console, args.runs)
+
+    def ran(scenario: str, seed: int, seconds: float) -> None:
+        if not args.json:
+            log.finished(scenario, f"{escape(scenario)} seed {seed}", seconds)
+            if log.done == args.runs:
+                console.print(f"validating {args.runs} traces with TLC, then the invariants")
+
     try:
-        result = run_torch_campaign(args.runs, args.seed, args.spec_root, out=args.out)
+        result = run_torch_campaign(args.runs, args.seed, args.spec_root, out=args.out, on_run=ran)
     except TorchUnavailableError as err:
         Console(stderr=True, soft_wrap=True).print(
             f"[yellow]campaign {TORCH_CAMPAIGN} not run:[/] {escape(str(err))}"
@@ -45,11 +54,13 @@ def cmd_torch_campaign(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(result.model_dump(mode="json") | {"failed": len(result.failed)}, indent=2))
     else:
-        _print(console, result, args)
+        _print(console, result, args, log)
     return 1 if result.failed else 0
 
 
-def _print(console: Console, result: TorchCampaignResult, args: argparse.Namespace) -> None:
+def _print(
+    console: Console, result: TorchCampaignResult, args: argparse.Namespace, log: ProgressLog
+) -> None:
     mapping = load_mapping("rendezvous")
     print_report(console, result.report, action_coverage(result.report, mapping, args.spec_root))
     print_witness(console, result.invariants)
@@ -84,3 +95,4 @@ def _print(console: Console, result: TorchCampaignResult, args: argparse.Namespa
         + (f", [red]{len(result.failed)} failed[/]" if result.failed else ", none failed")
         + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
     )
+    console.print(f"campaign {TORCH_CAMPAIGN}: {log.total_line('runs')}")

@@ -15,7 +15,9 @@ from rich.markup import escape
 
 from tracecheck.campaigns.campaign import keep_campaign, run_campaign
 from tracecheck.cli.common import ARTIFACTS_HELP, SPEC_ROOT_HELP, positive
+from tracecheck.cli.progress import ProgressLog
 from tracecheck.errors import TracecheckError
+from tracecheck.plugins import plugin_refs
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.artifacts import keep_failures
 from tracecheck.replay.coverage import CoverageSummary, action_coverage
@@ -69,7 +71,14 @@ def add_campaign(sub: Any) -> None:
     campaign = sub.add_parser(
         "campaign", help="simulate N seeded runs of an implementation and validate every trace"
     )
-    campaign.add_argument("protocol", help="e.g. rref")
+    from tracecheck.cli.torchcampaign import TORCH_CAMPAIGN  # noqa: PLC0415 - as in _cmd_campaign
+
+    campaign.add_argument(
+        "protocol",
+        metavar="PROTOCOL",
+        help=f"one of: {', '.join([*sorted(plugin_refs()), TORCH_CAMPAIGN])} ({TORCH_CAMPAIGN}: "
+        "torch 2.13's own rendezvous handler, traced; needs make torch)",
+    )
     campaign.add_argument("--runs", type=positive("--runs"), default=20)
     campaign.add_argument("--seed", type=int, default=1, help="the first seed (default 1)")
     campaign.add_argument(
@@ -177,6 +186,18 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
             f"campaign {args.protocol}: {args.runs} runs, seeds {args.seed}.."
             f"{args.seed + args.runs - 1}, {args.steps} workload steps each"
         )
+    log = ProgressLog(console, args.runs)
+
+    def ran(seed: int, seconds: float) -> None:
+        if not args.json:
+            text = f"{escape(args.protocol)} seed {seed} simulated"
+            log.finished(str(seed), text, seconds, quiet=not log.every_tenth())
+            if log.done == args.runs:
+                console.print(
+                    f"validating {args.runs} traces with TLC"
+                    + (" (and the invariants on the accepted ones)" if args.invariants else "")
+                )
+
     result = run_campaign(
         args.protocol,
         args.runs,
@@ -187,6 +208,7 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
         explain=not args.no_explain,
         explain_limit=args.explain,
         invariants=args.invariants,
+        on_run=ran,
     )
     witness = result.invariants
     coverage = action_coverage(result.report, load_mapping(args.protocol), args.spec_root)
@@ -232,6 +254,7 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
         f"simulated in {result.simulate_seconds:.1f} s; {verdict}"
         + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
     )
+    console.print(f"campaign {escape(args.protocol)}: {log.total_line('runs')}")
     _print_kept(console, kept)
     return 0 if result.ok else 1
 

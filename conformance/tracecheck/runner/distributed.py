@@ -24,11 +24,10 @@ the jar (docs/performance.md):
 
 from __future__ import annotations
 
-import importlib.resources
 import os
+import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -36,10 +35,18 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from tracecheck.errors import ToolchainError
-from tracecheck.runner.javac import cache_root, compiled
+from tracecheck.runner.javac import LOOPBACK, helper_classes
 from tracecheck.runner.outcome import ResultBuilder
 from tracecheck.runner.results import Progress, TLCResult, Verdict
-from tracecheck.runner.tlc import TLCOptions, forget_tlc, kill_group, run_tlc, start_tlc
+from tracecheck.runner.tlc import (
+    TLCOptions,
+    forget_tlc,
+    kill_group,
+    run_tlc,
+    start_tlc,
+    temp_folder,
+    with_watchdog,
+)
 from tracecheck.runner.toolchain import Toolchain, toolchain
 from tracecheck.runner.tooloutput import Message, ToolOutputReader
 from tracecheck.tla import cfgfile
@@ -59,7 +66,6 @@ _SERVER = "tlc2.tool.distributed.TLCServer"
 _WORKER = "tlc2.tool.distributed.TLCWorker"
 _PORT_PROPERTY = "-Dtlc2.tool.distributed.TLCServer.port"
 _THREADS_PROPERTY = "-Dtlc2.tool.distributed.TLCWorker.threadCount"
-_LOOPBACK_CLASS = Path("tracecheck", "Loopback.class")
 #: The messages TLCServer prints once its initial states are computed and workers may join,
 #: and when a worker registered.
 _READY = 7000
@@ -95,10 +101,7 @@ def distributable(cfg_text: str) -> str | None:
 
 
 def _loopback() -> Path:
-    source = importlib.resources.files("tracecheck.runner").joinpath(
-        "java", "tracecheck", "Loopback.java"
-    )
-    found = compiled("Loopback.java", source.read_bytes(), _LOOPBACK_CLASS, cache_root())
+    found = helper_classes(LOOPBACK)
     if found is None:
         raise ToolchainError(
             "distributed TLC on this machine needs javac (a JDK) to build its loopback launcher"
@@ -106,7 +109,11 @@ def _loopback() -> Path:
     return found
 
 
-def _java_prefix(tools: Toolchain, dist: Distribution, port: int, tmp: Path) -> list[str]:
+def _java_prefix(
+    tools: Toolchain, dist: Distribution, port: int, tmp: Path, main: str
+) -> list[str]:
+    """The java command up to TLC's arguments: ``main`` under the watchdog (the process ends
+    with tracecheck) and, on loopback, under ``tracecheck.Loopback``."""
     cmd = tools.base_command()
     host = dist.host or "127.0.0.1"
     extra = [f"{_PORT_PROPERTY}={port}", f"-Djava.rmi.server.hostname={host}"]
@@ -115,8 +122,8 @@ def _java_prefix(tools: Toolchain, dist: Distribution, port: int, tmp: Path) -> 
     cmd[at:at] = extra
     if dist.host is None:  # everything on this machine: RMI on loopback only
         cmd[cmd.index("-cp") + 1] += os.pathsep + str(_loopback())
-        cmd.append("tracecheck.Loopback")
-    return cmd
+        return [*with_watchdog(cmd, "tracecheck.Loopback"), main]
+    return with_watchdog(cmd, main)
 
 
 def server_command(
@@ -124,10 +131,10 @@ def server_command(
 ) -> list[str]:
     """The server's command line (run from the spec's folder)."""
     tools = toolchain()
-    cmd = _java_prefix(tools, dist, port, tmp)
+    cmd = _java_prefix(tools, dist, port, tmp, _SERVER)
     if options.library:
         cmd.insert(1, "-DTLA-Library=" + os.pathsep.join(str(p) for p in options.library))
-    cmd += [_SERVER, "-tool", "-metadir", str(tmp / "meta")]
+    cmd += ["-tool", "-metadir", str(tmp / "meta")]
     if cfg is not None:
         cmd += ["-config", str(cfg)]
     if options.check_deadlock is False:
@@ -149,10 +156,10 @@ def worker_command(dist: Distribution, port: int, tmp: Path | None = None) -> li
             _WORKER,
             dist.host or "SERVER_HOST",
         ]
-    cmd = _java_prefix(tools, dist, port, tmp)
+    cmd = _java_prefix(tools, dist, port, tmp, _WORKER)
     if dist.worker_threads is not None:
         cmd.insert(1, f"{_THREADS_PROPERTY}={dist.worker_threads}")
-    return [*cmd, _WORKER, dist.host or "127.0.0.1"]
+    return [*cmd, dist.host or "127.0.0.1"]
 
 
 def _free_port() -> int:
@@ -185,9 +192,11 @@ def run_distributed(
     if why is not None:
         raise ToolchainError(f"{spec.name}: not distributable: {why}")
     port = dist.port or _free_port()
-    with tempfile.TemporaryDirectory(prefix="tlc-dist-") as folder:
-        tmp = Path(folder)
+    tmp = temp_folder("tlc-dist-")
+    try:
         result = _serve(spec, cfg, options, dist, port, tmp, on_progress, on_ready)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     if result.verdict is Verdict.SUCCESS or result.verdict is Verdict.TIMEOUT:
         return result
     local = run_tlc(spec, cfg, options)

