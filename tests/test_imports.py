@@ -331,6 +331,9 @@ def template_problems(root: Path, protocol: str) -> list[str]:
         problems.append(f"conformance/tracecheck/protocols/{protocol} is missing")
     if not (root / "tests" / protocol).is_dir():
         problems.append(f"tests/{protocol}/ is missing")
+    golden = root / "tests" / protocol / "golden"
+    if not ((golden / "regenerate.py").is_file() and any(golden.glob("*.ndjson"))):
+        problems.append(f"tests/{protocol}/golden/ has no regenerate.py and traces")
     if not (root / "docs" / f"{protocol}.md").is_file():
         problems.append(f"docs/{protocol}.md is missing")
     return problems
@@ -368,5 +371,6 @@ def test_a_slice_off_the_template_is_reported(tmp_path: Path) -> None:
         "benches belong in benches/, not ['impl/protoref/p/sim/bench.py']",
         "conformance/tracecheck/protocols/p is missing",
         "tests/p/ is missing",
+        "tests/p/golden/ has no regenerate.py and traces",
         "docs/p.md is missing",
     ]
