@@ -112,10 +112,6 @@ class NodeCore:
     queue: LoopQueue = field(default_factory=LoopQueue)
     _ids: int = 0
     _steps: int = 0
-    #: rpc.remote deadlines, a heap of (deadline, tiebreak, r, f) (see Node.remote_timer), and
-    #: the loop timer serving the earliest.
-    _deadlines: list[tuple[float, int, Gid, Gid]] = field(default_factory=list)
-    _timer: asyncio.TimerHandle | None = None
     #: Handles dropped by Python, not applied yet (see note_drop).
     _drops: deque[tuple[Callable[[Gid], None], Gid]] = field(default_factory=deque)
     _sweep_wanted: bool = False
@@ -338,7 +334,7 @@ class NodeCore:
     # ------------------------------------------------------------------ the layers above
 
     def _result_of(self, done: cf.Future[Any], dst: WorkerId, *, allow_rrefs: bool) -> rf.Result:
-        """A call's outcome as a frame's Result (node_payload.NodePayload)."""
+        """A call's outcome as a frame's Result (node_payload.Payload, through Node)."""
         raise NotImplementedError
 
     def take(
@@ -351,11 +347,11 @@ class NodeCore:
         *,
         autograd: AutogradMeta | None = None,
     ) -> None:
-        """A protocol message taken from the inbox (node_inbox.NodeInbox)."""
+        """A protocol message taken from the inbox (node_inbox.Inbox, through Node)."""
         raise NotImplementedError
 
     def fetch_answered(
         self, fork: Gid, done: cf.Future[Any], result: rf.Result
     ) -> AutogradMeta | None:
-        """The autograd part of a fetch's reply (node_inbox.NodeInbox)."""
+        """The autograd part of a fetch's reply (node_inbox.Inbox, through Node)."""
         raise NotImplementedError
