@@ -52,7 +52,7 @@ def validate(folder: Path, n: int) -> ValidationReport:
 
 
 def held_nowhere(agents: list[Agent]) -> bool:
-    return all(not a.autograd.container.ctxs for a in agents)
+    return all(not a.plugin("autograd").autograd.container.ctxs for a in agents)
 
 
 def test_runtime_traces_merge_and_are_accepted(tmp_path: Path) -> None:
@@ -83,7 +83,8 @@ def test_runtime_traces_merge_and_are_accepted(tmp_path: Path) -> None:
             udfs.GATE.clear()
             with dist_autograd.context():
                 late = rpc.rpc_async("w1", udfs.gated_square, (p,))
-            eventually(lambda: bool(agents[0].autograd.container.tomb - {cid}), "the release")
+            node0 = agents[0].plugin("autograd").autograd
+            eventually(lambda: bool(node0.container.tomb - {cid}), "the release")
             udfs.GATE.set()
             assert float(late.wait()) == 4.0
         eventually(lambda: held_nowhere(agents), "every worker released both contexts")

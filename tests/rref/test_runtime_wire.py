@@ -22,6 +22,7 @@ from protoref.rpc.errors import (
 )
 from protoref.rpc.udf import qualified_name, resolve
 from protoref.rref.core import events as ev
+from protoref.rref.runtime import frames as rf
 from protoref.rref.runtime.udfs import add
 
 KEY = wire.session_key(b"secret", "w1", "aa", "bb")
@@ -33,13 +34,13 @@ def pair() -> tuple[wire.Session, wire.Session]:
 
 def frame(session: wire.Session) -> bytes:
     msg = ev.UserDelete(src="w1", dst="w0", rref=G("w0", 1), owner="w0", fork=G("w1", 2))
-    return session.seal(fr.Proto(seq=session.next_seq(), stamp=3, msg=msg, ctl=1))[4:]
+    return session.seal(rf.Proto(seq=session.next_seq(), stamp=3, msg=msg, ctl=1))[4:]
 
 
 def test_a_sealed_frame_opens_on_the_other_side_with_the_core_message() -> None:
     dialer, acceptor = pair()
     got = acceptor.open(frame(dialer))
-    assert isinstance(got, fr.Proto)
+    assert isinstance(got, rf.Proto)
     assert isinstance(got.msg, ev.UserDelete)
     assert got.msg.fork == G("w1", 2)
 

@@ -2,23 +2,19 @@
 
 torch keeps one RPC agent per process (``_get_current_rpc_agent``); several of our workers may
 live in one process, each bound to the threads that act for it (its init_rpc thread, its UDF
-threads, its loop thread). Handles (:mod:`.handle`) and the module-level API reach their worker
-through :func:`current_agent` and the :class:`Worker` protocol below, so they need not import
-the agent (which imports them): the runtime's modules form no import circle.
+threads, its loop thread). The plug-ins' handles (the RRef handle) and the module-level API reach
+their worker through :func:`current_worker` and the :class:`Worker` protocol below, so they need
+not import the agent: the runtime's modules form no import circle.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import threading
 from typing import Any, Protocol
 
-from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rpc.errors import RPCError
 
 __all__ = ["Worker", "WorkerInfo", "bind", "current_worker", "register", "unbind", "unregister"]
-
-Gid = GloballyUniqueId
 
 
 class WorkerInfo:
@@ -41,51 +37,13 @@ class WorkerInfo:
 
 
 class Worker(Protocol):
-    """What handles and the module-level API call on a worker (implemented by ``Agent``)."""
+    """What the module-level API and the plug-ins' handles find for the calling thread
+    (implemented by :class:`~protoref.rpc.agent.Agent`)."""
 
     name: str
     closed: bool
 
-    def create_local(self, value: Any) -> tuple[Gid, cf.Future[Any]]: ...
-
-    def release_user(self, f: Gid) -> None: ...
-
-    def release_owner(self, r: Gid) -> None: ...
-
-    def worker_info(self, name: str | int | None = None) -> WorkerInfo: ...
-
-    def proxy_call(
-        self,
-        rref: Any,
-        mode: str,
-        method: str,
-        args: Any,
-        kwargs: dict[str, Any],
-        *,
-        timeout: float | None,
-    ) -> Any: ...
-
-    def confirmed(self, f: Gid) -> bool: ...
-
-    def fetch(self, f: Gid, r: Gid, timeout: float | None) -> Any: ...
-
-    def rpc_async(
-        self,
-        to: WorkerId,
-        fn: Any,
-        args: Any,
-        kwargs: dict[str, Any],
-        timeout: float | None,
-    ) -> cf.Future[Any]: ...
-
-    def remote(
-        self,
-        to: WorkerId,
-        fn: Any,
-        args: Any,
-        kwargs: dict[str, Any],
-        timeout: float | None = None,
-    ) -> Any: ...
+    def maybe_plugin(self, name: str) -> Any: ...
 
 
 class _Bound(threading.local):

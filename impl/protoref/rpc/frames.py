@@ -1,57 +1,63 @@
-"""The frames the runtime exchanges: pydantic models in one discriminated union (``kind``).
+"""The frames the RPC layer exchanges: pydantic models in one discriminated union (``kind``).
 
-Protocol messages travel inside :class:`Proto` as the core's own records (the spec's ``Msg``,
-:data:`protoref.rref.core.events.Message`), so the wire reuses their discriminated union; user
-calls, replies, transport acks, rendezvous and shutdown barriers are runtime frames around them.
-Payloads are JSON values produced by :mod:`protoref.rpc.codec`: never pickle.
+This module holds the protocol-free frames: the handshake (:class:`Challenge`, :class:`Hello`,
+:class:`Welcome`), the transport ack of retried messages (:class:`Ack`), the rendezvous
+(:class:`Join`, :class:`Peers`) and the shutdown barriers (:class:`Barrier`,
+:class:`BarrierGo`). A protocol plug-in adds its own frames with :func:`register` (the RRef
+runtime its messages, calls and replies, :mod:`protoref.rref.runtime.frames`; distributed
+autograd its control frames); the union the receiver validates against (:func:`adapter`) is
+every registered kind, so an unregistered kind is an :class:`UnknownFrameError`, not a
+malformed frame. Payloads are JSON values produced by :mod:`protoref.rpc.codec`: never pickle.
 """
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, JsonValue, TypeAdapter
+from pydantic import Field, TypeAdapter
 from pydantic_core import to_json
 
-from protoref.autograd.runtime.frames import AutogradFrame, AutogradMeta
-from protoref.rref.core.events import Message, PythonCall
 from protoref.tracing import FrozenModel
 
 __all__ = [
-    "FRAME_ADAPTER",
     "Ack",
-    "Autograd",
     "Barrier",
     "BarrierGo",
-    "CallBody",
     "Challenge",
     "Frame",
     "Hello",
     "Join",
     "PeerInfo",
     "Peers",
-    "Proto",
-    "Refetch",
-    "Result",
-    "UserCall",
-    "UserReply",
+    "Seq",
     "Welcome",
+    "adapter",
     "dump",
+    "kinds",
+    "register",
 ]
+
+
+class Frame(FrozenModel):
+    """The base of every frame model: its ``kind`` (a literal in each model) discriminates the
+    union; handlers narrow a frame with isinstance."""
+
+    kind: str
+
 
 # --------------------------------------------------------------------------- handshake
 # Sent before a session key exists; each carries its own HMAC (see wire.py).
 
 
-class Challenge(FrozenModel):
+class Challenge(Frame):
     """Acceptor -> dialer: a fresh nonce the dialer must MAC (challenge-response)."""
 
     kind: Literal["challenge"] = "challenge"
     nonce: str
 
 
-class Hello(FrozenModel):
+class Hello(Frame):
     """Dialer -> acceptor: its worker name, its own nonce, and the MAC over both nonces."""
 
     kind: Literal["hello"] = "hello"
@@ -60,7 +66,7 @@ class Hello(FrozenModel):
     mac: str
 
 
-class Welcome(FrozenModel):
+class Welcome(Frame):
     """Acceptor -> dialer: proves the acceptor knows the secret too. ``lamport`` and
     ``processed`` (ids of the dialer's retried control messages already applied) let the dialer
     retry exactly the lost ones, causally after what the acceptor has seen."""
@@ -71,53 +77,16 @@ class Welcome(FrozenModel):
     processed: tuple[int, ...] = ()
 
 
-# --------------------------------------------------------------------------- payloads
-
-
-class CallBody(FrozenModel):
-    """A user function call: ``fn`` is ``module:qualname``; RRef arguments are forked into
-    ``forks`` (one PYTHON_CALL record each) and referenced from ``args`` by index."""
-
-    fn: str
-    args: list[JsonValue] = Field(default_factory=list)
-    kwargs: dict[str, JsonValue] = Field(default_factory=dict)
-    forks: tuple[PythonCall, ...] = ()
-
-
-class Result(FrozenModel):
-    """A call's outcome: a value (RRefs forked into ``forks``) or the callee's exception."""
-
-    ok: bool
-    value: JsonValue = None
-    error_type: str = ""
-    error: str = ""
-    forks: tuple[PythonCall, ...] = ()
-
-
 # --------------------------------------------------------------------------- session frames
 
 
-class _Seq(FrozenModel):
+class Seq(Frame):
+    """A session frame: sent after the handshake, numbered per link (wire.Session)."""
+
     seq: int = Field(ge=1)
 
 
-class Proto(_Seq):
-    """One core message. ``stamp`` is the sender's Lamport clock after the step that sent it;
-    ``ctl`` identifies a retried control message for the transport ack; ``call`` goes with a
-    PYTHON_REMOTE_CALL and ``result`` with a PYTHON_RREF_FETCH_RET."""
-
-    kind: Literal["proto"] = "proto"
-    stamp: int = Field(ge=0)
-    msg: Message
-    ctl: int | None = None
-    call: CallBody | None = None
-    result: Result | None = None
-    #: Distributed autograd's part of a PYTHON_REMOTE_CALL, REMOTE_RET or a fetch and its
-    #: reply made under a context (the spec's message: context, message id, sender).
-    autograd: AutogradMeta | None = None
-
-
-class Ack(_Seq):
+class Ack(Seq):
     """Transport ack of the retried control messages ``ctls``: they were applied (not a protocol
     message: RRef.tla's control messages have no reply other than the fork request's). Acks
     gather for a moment on the link they answer (Link.ack), so one frame acks several."""
@@ -127,41 +96,6 @@ class Ack(_Seq):
     stamp: int = Field(ge=0)  # the acceptor's clock once it sent them (orders DestroyInstance)
 
 
-class UserCall(_Seq):
-    kind: Literal["call"] = "call"
-    stamp: int = Field(ge=0)
-    call_id: int
-    body: CallBody
-    autograd: AutogradMeta | None = None  # a call made under a distributed autograd context
-
-
-class Refetch(_Seq):
-    """A second or later to_here of one UserRRef: outside the spec, which bounds to_here to
-    one call per UserRRef (docs/divergences.md), so it is a plain user call, not traced."""
-
-    kind: Literal["refetch"] = "refetch"
-    stamp: int = Field(ge=0)
-    call_id: int
-    rref: tuple[str, int]
-    autograd: AutogradMeta | None = None
-
-
-class UserReply(_Seq):
-    kind: Literal["reply"] = "reply"
-    stamp: int = Field(ge=0)
-    call_id: int
-    result: Result
-    autograd: AutogradMeta | None = None  # the answer to a wrapped call (FWD_RESP or RESP)
-
-
-class Autograd(_Seq):
-    """A distributed autograd cleanup or backward-pass message
-    (protoref.autograd.runtime.frames)."""
-
-    kind: Literal["autograd"] = "autograd"
-    body: AutogradFrame
-
-
 class PeerInfo(FrozenModel):
     name: str
     rank: int = Field(ge=0)
@@ -169,21 +103,21 @@ class PeerInfo(FrozenModel):
     port: int = Field(ge=1, le=65535)
 
 
-class Join(_Seq):
+class Join(Seq):
     """Worker -> master (rank 0): here I am, reach me at host:port."""
 
     kind: Literal["join"] = "join"
     info: PeerInfo
 
 
-class Peers(_Seq):
+class Peers(Seq):
     """Master -> every worker, once all ``world_size`` joined: the peer table in rank order."""
 
     kind: Literal["peers"] = "peers"
     peers: tuple[PeerInfo, ...]
 
 
-class Barrier(_Seq):
+class Barrier(Seq):
     """Worker -> master: this worker reached shutdown phase ``phase``."""
 
     kind: Literal["barrier"] = "barrier"
@@ -192,7 +126,7 @@ class Barrier(_Seq):
     stamp: int = Field(ge=0)
 
 
-class BarrierGo(_Seq):
+class BarrierGo(Seq):
     """Master -> worker: every worker reached ``phase``, or every live one: ``dead`` names the
     workers found dead, whom the barrier went without (the shutdown cannot complete)."""
 
@@ -203,41 +137,35 @@ class BarrierGo(_Seq):
     dead: tuple[str, ...] = Field(default=(), max_length=4096)
 
 
-Frame = Annotated[
-    Challenge
-    | Hello
-    | Welcome
-    | Proto
-    | Ack
-    | UserCall
-    | Refetch
-    | UserReply
-    | Autograd
-    | Join
-    | Peers
-    | Barrier
-    | BarrierGo,
-    Field(discriminator="kind"),
-]
-FRAME_ADAPTER: Final[TypeAdapter[Frame]] = TypeAdapter(Frame)
-#: The ``kind`` of every frame type (an unknown kind is an UnknownFrameError, not malformed).
-FRAME_KINDS: Final = frozenset(
-    {
-        "challenge",
-        "hello",
-        "welcome",
-        "proto",
-        "ack",
-        "call",
-        "refetch",
-        "reply",
-        "autograd",
-        "join",
-        "peers",
-        "barrier",
-        "barrier_go",
-    }
-)
+_MODELS: dict[str, type[Frame]] = {}
+
+
+def register(*models: type[Frame]) -> None:
+    """Add frame models to the union (a plug-in's frames, at its import). A kind belongs to one
+    model: registering another model under a taken kind is a programming error."""
+    for model in models:
+        kind = model.model_fields["kind"].default
+        if not isinstance(kind, str):
+            raise TypeError(f"{model.__name__} has no literal default kind")
+        taken = _MODELS.setdefault(kind, model)
+        if taken is not model:
+            raise ValueError(f"frame kind {kind!r} is {taken.__name__}'s, not {model.__name__}'s")
+    adapter.cache_clear()
+
+
+def kinds() -> frozenset[str]:
+    """The ``kind`` of every registered frame type."""
+    return frozenset(_MODELS)
+
+
+@cache
+def adapter() -> TypeAdapter[Any]:
+    """The discriminated union of every registered frame (rebuilt when one is registered)."""
+    union: Any = Union[tuple(_MODELS.values())]  # noqa: UP007 - built from a runtime tuple
+    return TypeAdapter(Annotated[union, Field(discriminator="kind")])
+
+
+register(Challenge, Hello, Welcome, Ack, Join, Peers, Barrier, BarrierGo)
 
 
 @cache

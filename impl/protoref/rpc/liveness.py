@@ -10,10 +10,10 @@ torn down with its process), is a strike. ``PROBE_STRIKES`` strikes in a row (ab
 no sign of life for ``PROBE_GIVE_UP_SECONDS`` (a host that went silent), and the peer is
 declared dead. A dial that keeps being refused (transport.REFUSED_FOR_SECONDS) declares it dead
 too, for a peer this worker had no link to. Once dead, a peer's pending calls, fetches and
-rpc.remote creations fail with :class:`PeerDeadError` (Node.peer_dead), later calls to it fail
-at once, frames for it are dropped, and graceful shutdown reports it (shutdown.py) instead of
-waiting for it. A peer is never declared dead once barrier 2 of graceful shutdown has passed:
-the others close their links then, and nothing depends on them any more.
+rpc.remote creations fail with :class:`PeerDeadError` (each plug-in's peer_dead), later calls to
+it fail at once, frames for it are dropped, and graceful shutdown reports it (shutdown.py)
+instead of waiting for it. A peer is never declared dead once barrier 2 of graceful shutdown has
+passed: the others close their links then, and nothing depends on them any more.
 """
 
 from __future__ import annotations
@@ -21,14 +21,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 from protoref.rpc.errors import PeerDeadError
-from protoref.rpc.worker import MASTER, WorkerCore
+from protoref.rpc.peers import MASTER
+
+if TYPE_CHECKING:  # the agent composes this part
+    from protoref.rpc.hooks import Host
 
 __all__ = ["PROBE_GIVE_UP_SECONDS", "PROBE_STRIKES", "Liveness", "knock"]
 
-log = logging.getLogger("protoref.rref.runtime")
+log = logging.getLogger("protoref.rpc")
 #: Strikes in a row (refused, or hung up without a word) that make a peer dead.
 PROBE_STRIKES: Final = 3
 #: A peer that shows no sign of life this long after its link broke is dead.
@@ -58,35 +62,42 @@ async def knock(host: str, port: int) -> str:
         writer.transport.abort()  # its acceptor sees a stranger leave mid-handshake
 
 
-class Liveness(WorkerCore):
-    """Detects dead peers and fails what waits on them."""
+class Liveness:
+    """Detects ``agent``'s dead peers and fails what waits on them (through its plug-ins;
+    ``on_dead`` tells the shutdown barriers). ``barrier_passed(2)``: never declared dead after."""
 
-    def _init_liveness(self) -> None:
+    def __init__(
+        self,
+        agent: Host,
+        on_dead: Callable[[str], None],
+        barrier_passed: Callable[[int], bool],
+    ) -> None:
+        self.agent = agent
+        self._on_dead = on_dead
+        self._barrier_passed = barrier_passed
         #: Dead peer -> why it was declared dead.
         self.dead: dict[str, str] = {}
         self._probing: set[str] = set()
         self._lost_at: dict[str, float] = {}
 
     def _may_declare(self, peer: str) -> bool:
-        barrier2 = self._go_done(2)
-        return peer in self.ranks and peer != self.name and peer not in self.dead and not barrier2
-
-    def _go_done(self, phase: int) -> bool:
-        """Whether shutdown barrier ``phase`` has passed (shutdown.Shutdown)."""
-        raise NotImplementedError
+        a = self.agent
+        barrier2 = self._barrier_passed(2)
+        return peer in a.peers.ranks and peer != a.name and peer not in self.dead and not barrier2
 
     def on_link_lost(self, peer: str) -> None:
         """(loop thread) A link to ``peer`` broke under us: probe it."""
+        a = self.agent
         if peer == MASTER:
-            peer = next((n for n, k in self.ranks.items() if k == 0), peer)
-        if self.closing or not self._may_declare(peer) or peer in self._probing:
+            peer = next((n for n, k in a.peers.ranks.items() if k == 0), peer)
+        if a.closing or not self._may_declare(peer) or peer in self._probing:
             return
         self._probing.add(peer)
         self._lost_at[peer] = time.monotonic()
-        self.loop.create_task(self._probe(peer))
+        a.loop.create_task(self._probe(peer))
 
     async def _probe(self, peer: str) -> None:
-        host, port = self.transport.addresses[peer]
+        host, port = self.agent.transport.addresses[peer]
         strikes, pause = 0, 0.05
         try:
             while True:
@@ -117,18 +128,16 @@ class Liveness(WorkerCore):
 
     def declare_dead(self, peer: str, reason: str) -> None:
         """(loop thread) ``peer`` is gone: fail what waits on it, forget it."""
-        if peer in self.dead or peer == self.name:
+        a = self.agent
+        if peer in self.dead or peer == a.name:
             return
         self.dead[peer] = reason
-        log.warning("%s: worker %s is dead: %s", self.name, peer, reason)
-        self.transport.forget(peer)
+        log.warning("%s: worker %s is dead: %s", a.name, peer, reason)
+        a.transport.forget(peer)
         error = PeerDeadError(peer, f"worker {peer} is gone ({reason})")
-        self.node.peer_dead(peer, error)
-        self.on_peer_dead(peer)
-
-    def on_peer_dead(self, peer: str) -> None:
-        """Shutdown's part: barriers stop waiting for ``peer`` (shutdown.Shutdown)."""
-        raise NotImplementedError
+        for plugin in a.plugins:
+            plugin.peer_dead(peer, error)
+        self._on_dead(peer)
 
     def check_alive(self, peer: str) -> None:
         """Refuse a call to a dead peer at once."""

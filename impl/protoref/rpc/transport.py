@@ -42,7 +42,7 @@ __all__ = [
     "TransportHandler",
 ]
 
-log = logging.getLogger("protoref.rref.runtime")
+log = logging.getLogger("protoref.rpc")
 #: The most a handshake frame (Hello, Challenge) may hold: a name of 128 characters, two nonces
 #: and a MAC take about 300 bytes.
 HANDSHAKE_MAX_BYTES: Final = 4096

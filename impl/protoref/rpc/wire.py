@@ -21,6 +21,7 @@ from typing import Final
 
 from pydantic import ValidationError
 
+from protoref.rpc import frames
 from protoref.rpc.errors import (
     AuthenticationError,
     FrameTooLargeError,
@@ -28,14 +29,7 @@ from protoref.rpc.errors import (
     ReplayError,
     UnknownFrameError,
 )
-from protoref.rpc.frames import (
-    FRAME_ADAPTER,
-    FRAME_KINDS,
-    Challenge,
-    Frame,
-    Hello,
-    Welcome,
-)
+from protoref.rpc.frames import Challenge, Frame, Hello, Welcome
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -98,13 +92,14 @@ def check_length(peer: str, header: bytes, max_frame_bytes: int) -> int:
 def parse_frame(peer: str, body: bytes) -> Frame:
     """Validate a JSON body against the frame union, telling unknown kinds from bad shapes."""
     try:
-        return FRAME_ADAPTER.validate_json(body)
+        frame: Frame = frames.adapter().validate_json(body)
+        return frame
     except ValidationError as err:
         try:
             raw = json.loads(body)
         except ValueError:
             raise MalformedFrameError(peer, "body is not JSON") from err
-        if isinstance(raw, dict) and raw.get("kind") not in FRAME_KINDS:
+        if isinstance(raw, dict) and raw.get("kind") not in frames.kinds():
             raise UnknownFrameError(peer, f"unknown frame kind {raw.get('kind')!r}") from err
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])

@@ -18,9 +18,17 @@ from typing import Final, Literal
 from pydantic import ConfigDict, Field, TypeAdapter
 
 from protoref.autograd.core.events import Msg
+from protoref.rpc.frames import Seq, register
 from protoref.tracing import FrozenModel, trusted
 
-__all__ = ["FRAME_ADAPTER", "MAX_GRADS", "AutogradFrame", "AutogradMeta", "control_frame"]
+__all__ = [
+    "FRAME_ADAPTER",
+    "MAX_GRADS",
+    "Autograd",
+    "AutogradFrame",
+    "AutogradMeta",
+    "control_frame",
+]
 
 #: At most this many gradients in one request (a message carries at most this many tensors).
 MAX_GRADS: Final = 4096
@@ -70,3 +78,13 @@ def control_frame(  # noqa: PLR0917 - the frame's fields, in order
 
 
 FRAME_ADAPTER: Final[TypeAdapter[AutogradFrame]] = TypeAdapter(AutogradFrame)
+
+
+class Autograd(Seq):
+    """A distributed autograd cleanup or backward-pass message on an RPC link."""
+
+    kind: Literal["autograd"] = "autograd"
+    body: AutogradFrame
+
+
+register(Autograd)
