@@ -33,7 +33,7 @@ from protoref.rendezvous.core.state import (
     RendezvousSettings,
     RendezvousState,
 )
-from protoref.rendezvous.core.statecheck import check_state
+from protoref.rendezvous.core.statecheck import check_state, check_times
 
 __all__ = ["StateHolder", "SyncKind", "state_key"]
 
@@ -108,7 +108,9 @@ class StateHolder:
 
     def _decode(self, raw: bytes, now: float) -> RendezvousState:
         """A stored value on this node's clock; checked before anything is decided on it."""
-        return self.times.to_local(load_stored(raw, self.key, self.settings), now)
+        local = self.times.to_local(load_stored(raw, self.key, self.settings), now)
+        check_times(local, self.settings, now, self.key)
+        return local
 
     def sync(self, now: float) -> SyncKind:
         """One sync step (``_BackendRendezvousStateHolder.sync``)."""
