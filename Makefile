@@ -92,11 +92,13 @@ bench: setup torch ## deep models vs TLC's ceiling, trace validation, RRef simul
 	$(BIN)/python -m protoref.autograd.bench --out docs/performance.md
 
 .PHONY: docs
-docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams, autograd steps)
+docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef and rendezvous diagrams, autograd steps)
 	$(TRACECHECK) docs
 	$(BIN)/python spec/rref/gen_rref_docs.py
 	$(BIN)/python spec/autograd/gen_autograd_docs.py
 	$(BIN)/python spec/autograd/render_autograd_cex.py --write
+	$(BIN)/python spec/rendezvous/gen_join_diagram.py
+	$(BIN)/python spec/rendezvous/gen_rendezvous_docs.py
 
 .PHONY: clean
 clean: ## remove the venv, caches and TLC leftovers
