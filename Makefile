@@ -85,11 +85,13 @@ bench: setup torch ## deep models vs TLC's ceiling, trace validation, RRef simul
 	$(BIN)/python -m benches.autograd --out docs/performance.md
 
 .PHONY: docs
-docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams, autograd steps)
+docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef and rendezvous diagrams, autograd steps)
 	$(TRACECHECK) docs
 	$(BIN)/python spec/rref/gen_rref_docs.py
 	$(BIN)/python spec/autograd/gen_autograd_docs.py
 	$(BIN)/python spec/autograd/render_autograd_cex.py --write
+	$(BIN)/python spec/rendezvous/gen_join_diagram.py
+	$(BIN)/python spec/rendezvous/gen_rendezvous_docs.py
 
 .PHONY: classes
 classes: setup ## rebuild the Java helpers' shipped classes after editing a .java file (needs javac)

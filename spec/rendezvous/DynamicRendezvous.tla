@@ -262,6 +262,12 @@ ArmedDeadline(n) == LastCallTimeout
 DeadlinePassed(n, d) == d < 0
 \* The join op reads `closed` (rule 1) from n's copy.
 IsClosed(n) == local[n].closed
+\* The join op may count every participant of n's copy as alive, so it may
+\* complete the round (rules 6 and 7).  TRUE on one clock, where a copy just
+\* sanitized holds no expired heartbeat; protoref's cross-domain clocks
+\* (MCDynamicRendezvousClocksDomains) count a participant stamped on another
+\* clock only once the reader has bounded its age.
+AllCounted(n) == TRUE
 
 -----------------------------------------------------------------------------
 (* Time.                                                                   *)
@@ -363,6 +369,8 @@ IsComplete(n) == local[n].complete
 RoundFull(n) == Count(local[n]) = MaxNodes          \* len(participants) == max_nodes
 RoundHasRoom(n) == Count(local[n]) < MaxNodes        \* len(participants) < max_nodes
 CanComplete(n) == CompletionAllowed(Count(local[n])) /\ local[n].deadline # NoDeadline
+\* Joining would complete the round (max_nodes) with a participant n cannot count.
+JoinCompletesUncounted(n) == CompletesAtCount(Count(local[n]) + 1) /\ ~AllCounted(n)
 
 (* _RendezvousExitOp *)
 ExitDecision(n) ==
@@ -388,9 +396,9 @@ JoinDecision(n) ==
     THEN "AddToWaitList"
     ELSE IF IsComplete(n) /\ ~RoundHasRoom(n) /\ ~InWaitList(n)
     THEN "AddToRedundancyList"
-    ELSE IF ~IsComplete(n) /\ IsParticipant(n) /\ CanComplete(n) /\ LastCallPassed(n)
+    ELSE IF ~IsComplete(n) /\ IsParticipant(n) /\ CanComplete(n) /\ LastCallPassed(n) /\ AllCounted(n)
     THEN "MarkRendezvousComplete"
-    ELSE IF ~IsComplete(n) /\ ~IsParticipant(n)
+    ELSE IF ~IsComplete(n) /\ ~IsParticipant(n) /\ ~JoinCompletesUncounted(n)
     THEN "AddToParticipants"
     ELSE IF KeepAliveDue(n)
     THEN "KeepAlive"

@@ -60,3 +60,20 @@ def test_a_stale_table_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert render_cex.main(["--check", "--only", "MCDynamicRendezvous_lost_update"]) == 1
     assert render_cex.main(["--write", "--only", "MCDynamicRendezvous_lost_update"]) == 0
     assert docs.read_text(encoding="utf-8") == text
+
+
+def test_the_golden_diagrams_and_the_model_table_are_current() -> None:
+    assert _script("gen_rendezvous_docs").main(["--check"]) == 0
+
+
+def test_a_stale_model_table_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = _script("gen_rendezvous_docs")
+    docs = tmp_path / "rendezvous.md"
+    text = gen.DOCS.read_text(encoding="utf-8")
+    wrong = text.replace("| `MCDynamicRendezvous_quick` | quick | pass |", "| `x` | quick | pass |")
+    assert wrong != text
+    docs.write_text(wrong, encoding="utf-8")
+    monkeypatch.setattr(gen, "DOCS", docs)
+    assert gen.main(["--check"]) == 1
+    assert gen.main([]) == 0
+    assert docs.read_text(encoding="utf-8") == text

@@ -99,9 +99,14 @@ def test_join_times_out_below_min(handlers: list[DynamicRendezvousHandler]) -> N
     )
     h = DynamicRendezvousHandler(store, cfg, node=_nodes(1)[0])
     handlers.append(h)
-    with pytest.raises(RendezvousTimeoutError):
+    with pytest.raises(RendezvousTimeoutError) as raised:
         h.next_rendezvous()
     assert h.num_nodes_waiting() == 0
+    # issue 28 section 5: said "exit op of ... passed its deadline" (the op it started with)
+    message = str(raised.value)
+    assert message.startswith("join timeout: ")
+    assert "joined no complete round within join_timeout = 0.05 s" in message
+    assert "exit op" not in message
 
 
 def test_heartbeat_timer_beats_only_while_resumed() -> None:

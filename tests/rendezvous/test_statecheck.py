@@ -30,7 +30,8 @@ def _check(s: RendezvousState) -> None:
 def test_states_the_protocol_reaches_pass() -> None:
     _check(RendezvousState())
     _check(RendezvousState().replace(participants={A: 0}, wait_list={C}))
-    _check(RendezvousState(deadline=5.0).replace(participants={A: 0, B: 0}))
+    open3 = CFG.model_copy(update={"max_nodes": 3})
+    check_state(RendezvousState(deadline=5.0).replace(participants={A: 0, B: 0}), open3, "k")
     _check(RendezvousState(complete=True).replace(participants={A: 0, B: 1}, redundancy_list={C}))
     _check(RendezvousState(round=7))
 
@@ -55,6 +56,13 @@ def test_states_the_protocol_reaches_pass() -> None:
         ),
         (RendezvousState().replace(participants={A: 0, B: 0}), "DeadlineArmedInv"),
         (RendezvousState(deadline=1.0).replace(participants={A: 0}), "DeadlineArmedInv"),
+        # issue 28 section 5: a complete round nobody is in; an open round already at max
+        (RendezvousState(complete=True), "CompletionCountProp"),
+        (RendezvousState(round=3, complete=True), "CompletionCountProp"),
+        (
+            RendezvousState(deadline=1.0).replace(participants={A: 0, B: 0}),
+            "ParticipantsAtMostMaxInv",
+        ),
     ],
 )
 def test_each_broken_invariant_is_named(state: RendezvousState, invariant: str) -> None:
@@ -166,3 +174,117 @@ def test_times_are_finite_in_every_stamp() -> None:
     stored = decode_stored(ok, "k", "r")
     assert stored.deadline_left == 2.5
     assert all(math.isfinite(t) for t in stored.state.last_heartbeats.values())
+
+
+# --- issue 28 section 5: states the check let through -----------------------------------------
+
+DAY = 86_400.0
+
+
+def _written_by(store: InMemoryStore, s: RendezvousState, domain: str, now: float) -> None:
+    """``s`` written by a holder of clock ``domain`` at ``now`` (its stamps are that domain's)."""
+    writer = StateHolder(store, CFG, domain)
+    writer.sync(now)
+    writer.set_state(s)
+    writer.sync(now)
+
+
+@pytest.mark.parametrize(
+    ("state", "needle"),
+    [
+        (RendezvousState(complete=True), "complete round 0 has no participants"),
+        (
+            RendezvousState(deadline=1005.0).replace(
+                participants={A: 0, B: 0}, last_heartbeats={A: 1000.0, B: 1000.0}
+            ),
+            "open round 0 already has max_nodes = 2 participants",
+        ),
+    ],
+    ids=["complete-empty", "open-at-max"],
+)
+def test_a_joiner_refuses_the_state_at_once_and_writes_nothing(
+    state: RendezvousState, needle: str
+) -> None:
+    """Before: on a complete round with no participants every joiner waited for its join
+    timeout (no node ends such a round); on an open round at max_nodes the joiner wrote
+    max_nodes + 1 participants."""
+    store = InMemoryStore()
+    store.put_raw(state_key("r"), encode_state(state, "r"))
+    before = store.get(state_key("r"))
+    h = DynamicRendezvousHandler(store, CFG.model_copy(update={"join_timeout": 30.0}), node=C)
+    try:
+        err = _raised(h.next_rendezvous)
+    finally:
+        h._heartbeats.close()
+    assert isinstance(err, RendezvousStateError)
+    assert needle in str(err)
+    assert store.get(state_key("r")) == before
+    assert store.cas_won == store.cas_lost == 0
+
+
+def test_a_phantom_heartbeat_a_day_ahead_on_the_readers_own_clock_is_refused() -> None:
+    """TypeOK: ages are never negative. A stamp of the reader's own clock domain lying in the
+    future was not written by a node of that clock; before, it kept a phantom participant
+    alive for a day, completing rounds with it and shutting real nodes out."""
+    store = InMemoryStore()
+    phantom = RendezvousState().replace(participants={A: 0}, last_heartbeats={A: 1000.0 + DAY})
+    _written_by(store, phantom, "host-1", 1000.0)
+    reader = StateHolder(store, CFG, "host-1")
+    with pytest.raises(RendezvousStateError, match=r"heartbeat of .* in the future.*TypeOK"):
+        reader.sync(1000.0)
+    # within one expiry ahead (a write of another process while the read ran) is accepted
+    near = RendezvousState().replace(participants={A: 0}, last_heartbeats={A: 1005.0})
+    store_near = InMemoryStore()
+    _written_by(store_near, near, "host-1", 1000.0)
+    StateHolder(store_near, CFG, "host-1").sync(1000.0)
+    reader.set_state(RendezvousState().replace(participants={B: 0}, last_heartbeats={B: 1000.0}))
+    before = store.get(state_key("r"))
+    with pytest.raises(RendezvousStateError, match="TypeOK"):
+        reader.sync(1000.0)  # a lost CAS loads it: refused too, nothing written
+    assert store.get(state_key("r")) == before
+
+
+def test_a_last_call_beyond_its_timeout_is_refused() -> None:
+    store = InMemoryStore()
+    cfg3 = CFG.model_copy(update={"max_nodes": 3, "last_call_timeout": 30.0})
+    s = RendezvousState(deadline=1000.0 + DAY).replace(
+        participants={A: 0, B: 0}, last_heartbeats={A: 1000.0, B: 1000.0}
+    )
+    writer = StateHolder(store, cfg3, "host-1")
+    writer.sync(1000.0)
+    writer.set_state(s)
+    writer.sync(1000.0)
+    with pytest.raises(RendezvousStateError, match=r"last_call_timeout = 30 s \(plus 15 s"):
+        StateHolder(store, cfg3, "host-1").sync(1000.0)
+
+
+def test_a_foreign_phantom_seen_first_shuts_no_real_node_out() -> None:
+    """A stamp of another domain cannot be refused (a real node of another host writes one),
+    but first sight proves nothing: the joiner does not complete the round with the phantom
+    (it cannot bound its age), the phantom expires by the time since its first sight, and the
+    real node completes its own round. Before: it joined at once, completing max_nodes = 2
+    with the phantom (world 2), and a second real node was shut out as redundant."""
+    from protoref.rendezvous.core.ops import Op  # noqa: PLC0415 - only here
+    from protoref.rendezvous.runtime.executor import NodeRunner, Pc, Result  # noqa: PLC0415
+
+    cfg = RendezvousSettings(
+        run_id="r", min_nodes=1, max_nodes=2, cache_duration=0, last_call_timeout=1.0
+    )
+    store = InMemoryStore()
+    writer = StateHolder(store, cfg, "attacker")
+    writer.sync(5.0)
+    writer.set_state(
+        RendezvousState(deadline=5.5).replace(participants={A: 0}, last_heartbeats={A: 5.0})
+    )
+    writer.sync(5.0)
+    r = NodeRunner(B, StateHolder(store, cfg, "host-1"))
+    now = 1000.0
+    r.start(Op.EXIT, now)
+    for _ in range(400):
+        if r.pc is Pc.IDLE:
+            break
+        _ = r.sync_step(now) if r.pc in (Pc.SYNC, Pc.SLEEP) else r.decide_step(now)
+        now += 0.1
+    assert r.result is Result.OK
+    assert r.view is not None
+    assert set(r.view.ranks) == {B}

@@ -69,11 +69,22 @@ def exit_decision(s: RendezvousState, node: NodeDesc, now: float, deadline: floa
 
 
 def join_decision(
-    s: RendezvousState, node: NodeDesc, settings: RendezvousSettings, now: float, deadline: float
+    s: RendezvousState,
+    node: NodeDesc,
+    settings: RendezvousSettings,
+    now: float,
+    deadline: float,
+    *,
+    uncounted: frozenset[NodeDesc] = frozenset(),
 ) -> Action:
-    """``JoinDecision``: ``_RendezvousJoinOp`` (2.13), rules 1-8 of the notes in order."""
+    """``JoinDecision``: ``_RendezvousJoinOp`` (2.13), rules 1-8 of the notes in order.
+
+    ``uncounted``: nodes of other clock domains whose heartbeat this node cannot yet bound
+    within the expiry; no round completes with one of them as a participant (the spec's
+    ``AllCounted``, which is TRUE on one clock: then ``uncounted`` is empty)."""
     count = len(s.participants)
     is_participant = node in s.participants
+    all_counted = uncounted.isdisjoint(s.participants)
     # 1. closed: a redundant node exits gracefully, anybody else fails.
     if s.closed:
         return Action.GRACEFUL_EXIT if node in s.redundancy_list else Action.ERROR_CLOSED
@@ -103,10 +114,10 @@ def join_decision(
     # 6. a participant completes the round once the last call has passed.
     elif is_participant:
         in_range = settings.min_nodes <= count <= settings.max_nodes
-        if in_range and s.deadline is not None and s.deadline < now:
+        if in_range and s.deadline is not None and s.deadline < now and all_counted:
             return Action.MARK_RENDEZVOUS_COMPLETE
-    # 7. join.
-    else:
+    # 7. join, unless that would complete the round at max_nodes with a node not counted.
+    elif all_counted or count + 1 != settings.max_nodes:
         return Action.ADD_TO_PARTICIPANTS
     # 8. wait.
     return Action.KEEP_ALIVE if should_keep_alive(s, node, settings, now) else Action.SYNC
@@ -138,12 +149,13 @@ def decide(
     *,
     now: float,
     deadline: float,
+    uncounted: frozenset[NodeDesc] = frozenset(),
 ) -> Action:
-    """``Decision(n)``: the running op's choice."""
+    """``Decision(n)``: the running op's choice (``uncounted``: see :func:`join_decision`)."""
     if op is Op.EXIT:
         return exit_decision(s, node, now, deadline)
     if op is Op.JOIN:
-        return join_decision(s, node, settings, now, deadline)
+        return join_decision(s, node, settings, now, deadline, uncounted=uncounted)
     if op is Op.CLOSE:
         return close_decision(s, now, deadline)
     return keep_alive_decision(s, node, settings, now, deadline)

@@ -8,10 +8,17 @@ means nothing on another host. Here no clock is trusted beyond its own domain
 - **Same domain** (every process of one host): a stamp is a reading of the reader's own clock
   and is used as it is. DynamicRendezvous.tla's one global clock describes exactly this case,
   so traced runs (one host) replay unchanged.
-- **Another domain**: the reader never compares the stamp's value with its clock. A heartbeat
-  counts as having happened when the reader first saw that stamp (its value changes with every
-  keep-alive): a node expires when its stamp has not changed for longer than the expiry on the
-  *reader's* clock. The last call ends ``left`` seconds (as written with the deadline) after the
+- **Another domain**: the reader never compares the stamp's value with its clock. What it knows
+  of a heartbeat's true age is bracketed by two of its own readings (the *bracketed ageing* of
+  spec/rendezvous/MCDynamicRendezvousClocksDomains.tla, the Reference): the age is at least the
+  time since the reader first saw that stamp (*lo*: it was written before that read), and at
+  most the time since the reader's read before that one (*hi*: that read did not show it).
+  A node expires when *lo* exceeds the expiry, so a live node (whose stamp changes every
+  keep-alive) is never dropped; the join op counts a foreign participant only while *hi* is
+  within the expiry (:meth:`LocalTimes.unconfirmed`), so a node that died before this reader
+  first looked is never counted alive: first sight alone proves nothing (issue 28, section 6:
+  readers that joined after such a node died counted it for a full expiry, world 3 instead
+  of 2). The last call ends ``left`` seconds (as written with the deadline) after the
   reader first saw that deadline. Both err on one side only: the reader sees a heartbeat no
   older, and a deadline no nearer, than it really is (the write happened before the read), so a
   live node is never dropped early and a last call never cut short, whatever the clocks read;
@@ -50,8 +57,11 @@ class LocalTimes:
 
     def __init__(self, domain: str) -> None:
         self.domain = domain
-        #: node -> (its foreign heartbeat stamp, our time when we first saw it)
-        self._beats: dict[NodeDesc, tuple[Stamp, float]] = {}
+        #: node -> (its foreign heartbeat stamp, our time when we first saw it (lo), our time
+        #: of the read before that one (hi; None: no read before it))
+        self._beats: dict[NodeDesc, tuple[Stamp, float, float | None]] = {}
+        #: our time of our last read of the store (or write won: a read of what we wrote)
+        self._last_read: float | None = None
         #: the foreign last-call stamp and our deadline for it
         self._deadline: tuple[Stamp, float] | None = None
 
@@ -59,7 +69,7 @@ class LocalTimes:
         """The state with every time on our clock; foreign stamps first seen now date from now."""
         s = stored.state
         beats: dict[NodeDesc, float] = {}
-        seen: dict[NodeDesc, tuple[Stamp, float]] = {}
+        seen: dict[NodeDesc, tuple[Stamp, float, float | None]] = {}
         for node, at in s.last_heartbeats.items():
             clock = stored.beat_clocks[node]
             if clock == self.domain:
@@ -67,10 +77,13 @@ class LocalTimes:
                 continue
             stamp = Stamp(clock, at)
             before = self._beats.get(node)
-            local = before[1] if before is not None and before[0] == stamp else now
-            seen[node] = (stamp, local)
-            beats[node] = local
+            if before is not None and before[0] == stamp:
+                seen[node] = before
+            else:  # written after our previous read, before this one (the spec's Remember)
+                seen[node] = (stamp, now, self._last_read)
+            beats[node] = seen[node][1]
         self._beats = seen  # only nodes of this state: bounded by the state's validation
+        self.read(now)
         deadline = s.deadline
         if deadline is None or stored.deadline_clock == self.domain:
             self._deadline = None
@@ -82,6 +95,18 @@ class LocalTimes:
                 self._deadline = (stamp, now + stored.deadline_left)
             deadline = self._deadline[1]
         return s.replace(last_heartbeats=beats, deadline=deadline)
+
+    def read(self, now: float) -> None:
+        """We know what the store holds at ``now`` (a read, or a write that won)."""
+        self._last_read = now
+
+    def unconfirmed(self, now: float, expiry: float) -> frozenset[NodeDesc]:
+        """Nodes of other domains whose heartbeat we cannot bound within ``expiry`` at ``now``:
+        the join op does not count them alive (DomainAllCounted), so it completes no round
+        with them until their stamp changes under our eyes or they expire."""
+        return frozenset(
+            node for node, (_, _, hi) in self._beats.items() if hi is None or now - hi > expiry
+        )
 
     def to_stored(self, state: RendezvousState, now: float) -> StoredState:
         """What to write for our copy ``state``: stamps we only carry keep their original

@@ -133,7 +133,10 @@ class NodeRunner:
         if self.pc is not Pc.DECIDE or self.op is None:
             raise RuntimeError(f"{self.node}: decide while {self.pc}")
         op, s = self.op, self.holder.state
-        action = decide(op, s, self.node, self.settings, now=now, deadline=self.deadline)
+        uncounted = self.holder.unconfirmed(now)
+        action = decide(
+            op, s, self.node, self.settings, now=now, deadline=self.deadline, uncounted=uncounted
+        )
         if action in MUTATING:
             self.holder.set_state(apply_action(action, s, self.node, self.settings, now))
             self.pc = Pc.SYNC

@@ -182,6 +182,7 @@ class DynamicRendezvousHandler:
             with self._step():  # one clock reading for the sync and the decision after it
                 now = self.clock.now()
                 runner.sync_step(now)
+                running = runner.op  # exit then join within one next_rendezvous
                 action = runner.decide_step(now)
             if action is Action.SYNC:
                 self._wait_for_change()
@@ -192,10 +193,30 @@ class DynamicRendezvousHandler:
                     f"rendezvous {self.settings.run_id!r} closed while {self.node} was redundant"
                 )
             elif action is Action.ERROR_TIMEOUT:
-                raise RendezvousTimeoutError(
-                    f"{op.value} op of {self.node} passed its deadline in rendezvous "
-                    f"{self.settings.run_id!r}"
-                )
+                raise RendezvousTimeoutError(self._timeout_message(running or op))
+
+    def _timeout_message(self, op: Op) -> str:
+        """What timed out, in the words of the setting that bounds it (the exit op and the join
+        op of one next_rendezvous share the join timeout)."""
+        cfg, where = self.settings, f"in rendezvous {self.settings.run_id!r}"
+        if op is Op.JOIN:
+            return (
+                f"join timeout: {self.node} joined no complete round within "
+                f"join_timeout = {cfg.join_timeout:g} s {where}"
+            )
+        if op is Op.EXIT:
+            return (
+                f"join timeout: {self.node} could not leave its previous round within "
+                f"join_timeout = {cfg.join_timeout:g} s {where}"
+            )
+        if op is Op.CLOSE:
+            return (
+                f"close timeout: {self.node} could not close {where} within {cfg.close_timeout:g} s"
+            )
+        return (
+            f"heartbeat timeout: {self.node} could not write its heartbeat within "
+            f"{cfg.heartbeat_timeout:g} s {where}"
+        )
 
     def _wait_for_change(self) -> None:
         """Instead of torch's 1 s sleep: wait for the store to change, or for the next moment

@@ -27,8 +27,13 @@ from protoref.rendezvous.adapters.store import RendezvousStore
 from protoref.rendezvous.core.actions import sanitize
 from protoref.rendezvous.core.codec import StoredState, decode_stored, encode_stored
 from protoref.rendezvous.core.stamps import SHARED_CLOCK, LocalTimes
-from protoref.rendezvous.core.state import EMPTY_STATE, RendezvousSettings, RendezvousState
-from protoref.rendezvous.core.statecheck import check_state
+from protoref.rendezvous.core.state import (
+    EMPTY_STATE,
+    NodeDesc,
+    RendezvousSettings,
+    RendezvousState,
+)
+from protoref.rendezvous.core.statecheck import check_state, check_times
 
 __all__ = ["StateHolder", "SyncKind", "state_key"]
 
@@ -96,9 +101,16 @@ class StateHolder:
         self.dirty = False
         self.last_sync = None
 
+    def unconfirmed(self, now: float) -> frozenset[NodeDesc]:
+        """Nodes of other clock domains the join op may not count alive yet
+        (:meth:`~protoref.rendezvous.core.stamps.LocalTimes.unconfirmed`)."""
+        return self.times.unconfirmed(now, self.settings.heartbeat_expiry)
+
     def _decode(self, raw: bytes, now: float) -> RendezvousState:
         """A stored value on this node's clock; checked before anything is decided on it."""
-        return self.times.to_local(load_stored(raw, self.key, self.settings), now)
+        local = self.times.to_local(load_stored(raw, self.key, self.settings), now)
+        check_times(local, self.settings, now, self.key)
+        return local
 
     def sync(self, now: float) -> SyncKind:
         """One sync step (``_BackendRendezvousStateHolder.sync``)."""
@@ -107,6 +119,8 @@ class StateHolder:
             won, current = self.store.compare_set(self.key, self.token, raw)
             won = won or current.value == raw  # set_state: success iff the bytes are ours
             kind = SyncKind.WRITE_WON if won else SyncKind.WRITE_LOST
+            if won:
+                self.times.read(now)  # the store holds what we wrote
             loaded = self.state if won else self._decode(current.value, now)
             self.token = current.token
         elif self.fresh(now):

@@ -87,8 +87,10 @@ def _join_completing_below_min(
         settings: RendezvousSettings,
         now: float,
         deadline: float,
+        *,
+        uncounted: frozenset[NodeDesc] = frozenset(),
     ) -> Action:
-        action = original(s, node, settings, now, deadline)
+        action = original(s, node, settings, now, deadline, uncounted=uncounted)
         lone = node in s.participants and len(s.participants) < settings.min_nodes
         if lone and not s.complete and action in (Action.SYNC, Action.KEEP_ALIVE):
             return Action.MARK_RENDEZVOUS_COMPLETE
