@@ -70,7 +70,7 @@ test: setup torch tools lint ## lint, type-check, then run the test suite (real 
 lint: setup ## ruff and mypy --strict on impl/, conformance/ and the spec folders' scripts
 	$(BIN)/ruff check impl conformance tests spec benches examples
 	$(BIN)/ruff format --check impl conformance tests spec benches examples
-	$(BIN)/mypy impl/protoref conformance/tracecheck benches examples $(wildcard spec/*/*.py)
+	$(BIN)/mypy impl/protoref conformance/tracecheck conformance/traceformat benches examples $(wildcard spec/*/*.py)
 
 .PHONY: conformance
 conformance: setup ## a larger conformance campaign: 200 seeded RRef runs through the checker
