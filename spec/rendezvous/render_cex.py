@@ -13,10 +13,10 @@ Usage (from the repository root, in the project's venv)::
     python spec/rendezvous/render_cex.py --check    # exit 1 if a docs table is stale
     python spec/rendezvous/render_cex.py --write    # rewrite every docs table
 
-One row per state: the action (TLC's label; for specs whose steps TLC labels only "Action",
-such as DynamicRendezvousBootstrap, the action is recovered from the state change), the acting
-node, the store after the step, and the acting node's pc, op, ticks to its op deadline, dirty
-flag, token-current flag and local copy.
+One row per state: the action (TLC's label; for specs whose steps TLC labels only "Action" or
+"DomainNext", such as DynamicRendezvousBootstrap, the action is recovered from the state
+change), the acting node, the store after the step, and the acting node's pc, op, ticks to its
+op deadline, dirty flag, token-current flag and local copy.
 """
 
 from __future__ import annotations
@@ -120,6 +120,11 @@ def infer(p: Mapping[str, Any], v: Mapping[str, Any], n: int) -> str:
     return "Action"
 
 
+#: TLC labels that lump every step (a spec whose next-state relation is one disjunction the
+#: steps are recovered from): DynamicRendezvousBootstrap's, MCDynamicRendezvousClocksDomains'.
+LUMPED = ("Action", "DomainNext")
+
+
 def table(cex: Counterexample) -> str:
     rows = [HEADER]
     prev: Mapping[str, Any] | None = None
@@ -143,7 +148,7 @@ def table(cex: Counterexample) -> str:
             )
             if prev is not None and at(v["result"], n) != at(prev["result"], n):
                 acting += f"; result={at(v['result'], n)}"
-        if action == "Action" and prev is not None:
+        if action in LUMPED and prev is not None:
             quiet = all(
                 at(v[x], k) == at(prev[x], k)
                 for x in ("pc", "op", "dirty")
@@ -162,6 +167,11 @@ def table(cex: Counterexample) -> str:
     if "offset" in first:  # MCDynamicRendezvousClocks: each host's clock, ahead of true time
         ahead = ", ".join(f"node {n}: {at(first['offset'], n)}" for n in nodes_of(first["offset"]))
         rows.append(f"\nHost clocks, ticks ahead of true time: {ahead}.")
+    if "mem" in first:  # MCDynamicRendezvousClocksDomains: one clock domain per host
+        rows.append(
+            "\nClock domains: node 1 on host a, the others on host b (the reader's memory of "
+            "foreign stamps is not shown; `hb` ages are true ages)."
+        )
     return "\n".join(rows) + "\n"
 
 

@@ -24,6 +24,7 @@ FAST = (
     "MCDynamicRendezvous_below_min",
     "MCDynamicRendezvous_live_lastcall_long",
     "MCDynamicRendezvousBootstrap_d7",
+    "MCDynamicRendezvousClocksDomains_first_sight",
 )
 
 
