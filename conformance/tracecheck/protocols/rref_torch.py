@@ -1,0 +1,50 @@
+"""torch's own RRef protocol, black-box: the constants of ``spec/rref/TraceRRefTorch.tla``.
+
+The instance every torch trace is replayed in: the PyTorch variant, every pair of workers may
+share (sending to oneself included), rpc.remote to any worker and to self, duplicated control
+messages (torch re-sends a failed one), timeouts, the graceful shutdown. The two PyTorch-only
+faults stay off: the sessions inject no UNKNOWN error into rpc.remote and fail each control
+message once, far below sendWithRetries' five attempts (tracecheck.replay.hidden searches
+only what the constants allow, so a fault left on would only widen the search).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from tracecheck.protocols.blackbox import RREF_OPS, BlackBoxTrace, load_blackbox
+from tracecheck.replay.hidden import HiddenReplay, HiddenVerdict, replay_hidden
+
+__all__ = ["DEFAULT_HIDDEN", "RREF_CONSTANTS", "TRACE_MODULE", "check_rref_trace"]
+
+TRACE_MODULE: Final = "TraceRRefTorch"
+#: The bound on unobserved steps between two observed events (docs/conformance.md, "Black-box
+#: traces of torch's RRef and autograd": how it was chosen and what it costs).
+DEFAULT_HIDDEN: Final = 8
+
+RREF_CONSTANTS: Final = {
+    "MaxLocalId": "[w \\in TVW |-> 1000]",
+    "Variant": '"PyTorch"',
+    "Links": "TVW \\X TVW",
+    "RemoteDsts": "TVW",
+    "SelfRemote": "TRUE",
+    "Duplicates": "TRUE",
+    "Timeouts": "TRUE",
+    "G1": "TRUE",
+    "G2Workers": "TVW",
+    "Shutdown": "TRUE",
+    "UnknownErrors": "FALSE",
+    "RetryExhaustion": "FALSE",
+}
+
+
+def check_rref_trace(
+    trace: BlackBoxTrace | Path, spec_root: Path, hidden: int = DEFAULT_HIDDEN
+) -> HiddenVerdict:
+    """Replay one black-box RRef trace (a file or a parsed trace) through TraceRRefTorch."""
+    parsed = load_blackbox(trace, RREF_OPS) if isinstance(trace, Path) else trace
+    replay = HiddenReplay(
+        module=TRACE_MODULE, spec_dir=spec_root / "rref", constants=RREF_CONSTANTS, hidden=hidden
+    )
+    return replay_hidden(parsed, replay)
