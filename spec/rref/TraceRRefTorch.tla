@@ -30,7 +30,9 @@ EXTENDS RRef, Sequences, TLC
 
 CONSTANTS
     TVTrace,   \* the observed events, a sequence of records (tracecheck renders it)
-    TVHidden   \* at most this many unobserved spec steps between two observed events
+    TVHidden,  \* at most this many unobserved spec steps between two observed events
+    TVEager,   \* BOOLEAN: unobserved steps only where the next observed event cannot be taken
+    TVFailed   \* the message types the session's agent fails once (torch then re-sends)
 
 VARIABLES
     tvCursor,  \* the next observed event
@@ -128,17 +130,22 @@ ObsDropRRef(e) ==
             [] h.kind = "arg" -> UNCHANGED vars
             [] OTHER -> FALSE
 
-\* The future of rpc.remote completed (outcome "ok") or failed with a timeout.
+\* The future of rpc.remote completed ("ok") or failed with a timeout ("timeout": the
+\* spec's TimeOutRemote, observed where the program saw it).
 ObsRemoteDone(e) ==
     /\ e.op = "RemoteDone"
     /\ e.label \in DOMAIN tvName
     /\ LET h == tvName[e.label]
-       IN IF h.kind = "user"
-          THEN /\ h.id \notin pendingUsers[e.node]
-               /\ (e.outcome = "timeout") = (h.id \in timedOut)
-          ELSE /\ h.kind = "owner"
-               /\ h.rref \notin selfCalls[e.node]
-    /\ UNCHANGED vars
+       IN IF e.outcome = "timeout"
+          THEN IF h.kind = "user"
+               THEN TimeOutRemote(e.node, h.rref, h.id)
+               ELSE /\ h.kind = "owner"
+                    /\ TimeOutRemote(e.node, h.rref, h.rref)
+          ELSE /\ e.outcome = "ok"
+               /\ IF h.kind = "user"
+                  THEN h.id \notin pendingUsers[e.node] \cup timedOut
+                  ELSE h.kind = "owner" /\ h.rref \notin selfCalls[e.node]
+               /\ UNCHANGED vars
 
 \* rpc._rref_context_get_debug_info() on e.node: num_owner_rrefs = |owners_|,
 \* num_pending_users = |pendingUsers_|, num_forks = the forks of all its OwnerRRefs.
@@ -149,6 +156,11 @@ ObsCounters(e) ==
     /\ Cardinality(owners[e.node]) = e.owners
     /\ Cardinality(pendingUsers[e.node]) = e.users
     /\ Cardinality(forks[e.node]) = e.forks
+    /\ UNCHANGED vars
+
+\* The program calls rpc.shutdown() on e.node (the sweep may begin once all have).
+ObsShutdownCalled(e) ==
+    /\ e.op = "ShutdownCalled"
     /\ UNCHANGED vars
 
 \* rpc.shutdown() returned on e.node: its RRefContext was destroyed.
@@ -169,6 +181,7 @@ Observed(e) ==
     \/ ObsDropRRef(e)
     \/ ObsRemoteDone(e)
     \/ ObsCounters(e)
+    \/ ObsShutdownCalled(e)
     \/ ObsShutdownDone(e)
 
 ObservedStep ==
@@ -177,7 +190,7 @@ ObservedStep ==
         /\ Observed(e)
         \* labels change only where an observed event binds one
         /\ e.op \in {"ToHere", "ToHereOk", "ToHereTimeout", "ToHereRefused", "DropRRef",
-                     "RemoteDone", "Counters", "ShutdownDone"} => UNCHANGED tvName
+                     "RemoteDone", "Counters", "ShutdownCalled", "ShutdownDone"} => UNCHANGED tvName
     /\ tvCursor' = tvCursor + 1
     /\ tvHidden' = 0
 
@@ -185,20 +198,31 @@ ObservedStep ==
 (* Unobserved steps: torch's own, which no program sees                      *)
 
 \* The protocol steps (deliveries, callbacks, the destructor, the shutdown
-\* phases), the shutdown barrier, and the faults torch takes without telling the
-\* program: a retried control message (sendWithRetries after an injected failure),
-\* a lost first attempt, and an rpc.remote whose future timed out unobserved.
-\* TimeOutToHere is observed (to_here raises), so it is never hidden.
+\* phases), the shutdown barrier, and the one fault torch takes without telling the
+\* program: sendWithRetries re-sending a control message whose first attempt the agent
+\* failed (RetrySend; the failed attempt is never delivered: LoseFirstAttempt).  Only the
+\* types the session fails are re-sent: no attempt times out (the agent's timeout is 30 s,
+\* every session's step far shorter).  Timeouts of rpc.remote and to_here are observed
+\* (RemoteDone, ToHereTimeout), so they are never hidden.
+\* The shutdown barrier (_wait_all_workers) passes only once every worker's program has
+\* called rpc.shutdown(): TVShutdownAt is the last of those calls in the trace.
+TVShutdownCalls == {i \in 1..Len(TVTrace) : TVTrace[i].op = "ShutdownCalled"}
+TVShutdownAt ==
+    IF TVShutdownCalls = {} THEN Len(TVTrace) + 1
+    ELSE CHOOSE i \in TVShutdownCalls : \A j \in TVShutdownCalls : j <= i
+
 HiddenNext ==
     \/ SystemNext
-    \/ WaitAllWorkers
-    \/ \E m \in net : RetrySend(m)
-    \/ \E m \in net : LoseFirstAttempt(m)
-    \/ \E u \in Users : TimeOutRemote(u.on, u.rref, u.fork)
-    \/ \E w \in Workers : \E r \in selfCalls[w] : TimeOutRemote(w, r, r)
+    \/ tvCursor > TVShutdownAt /\ WaitAllWorkers
+    \/ \E m \in net : m.type \in TVFailed /\ RetrySend(m)
+    \/ \E m \in net : m.type \in TVFailed /\ LoseFirstAttempt(m)
 
+\* With TVEager the search is the observed-first one: a fast way to find an accepting
+\* behaviour (every behaviour it finds is one of the full search), which cannot prove a
+\* rejection: tracecheck runs the full search (TVEager = FALSE) on every trace it rejects.
 HiddenStep ==
     /\ tvHidden < TVHidden
+    /\ TVEager => ~ENABLED ObservedStep
     /\ HiddenNext
     /\ tvHidden' = tvHidden + 1
     /\ UNCHANGED <<tvCursor, tvName>>

@@ -58,7 +58,9 @@ RREF_OPS: Final[OpTable] = {
     "DropRRef": {"label": str},
     "RemoteDone": {"label": str, "outcome": str},
     "Counters": {"owners": int, "users": int, "forks": int, "futures": int},
+    "ShutdownCalled": {},
     "ShutdownDone": {},
+    "ShutdownFailed": {"error": str},
 }
 
 AUTOGRAD_OPS: Final[OpTable] = {

@@ -15,6 +15,7 @@ from typing import Final
 
 from tracecheck.protocols.blackbox import RREF_OPS, BlackBoxTrace, load_blackbox
 from tracecheck.replay.hidden import HiddenReplay, HiddenVerdict, replay_hidden
+from tracecheck.tla.values import format_value
 
 __all__ = ["DEFAULT_HIDDEN", "RREF_CONSTANTS", "TRACE_MODULE", "check_rref_trace"]
 
@@ -39,12 +40,22 @@ RREF_CONSTANTS: Final = {
 }
 
 
+def trace_constants(trace: BlackBoxTrace) -> dict[str, str]:
+    """The constants a trace's header fixes: the types the session's agent failed."""
+    faults = trace.header.get("faults", {})
+    failed = faults.get("messages_to_fail", []) if isinstance(faults, dict) else []
+    types = sorted(t for t in failed if isinstance(t, str))
+    return {"TVFailed": format_value(frozenset(types))}
+
+
 def check_rref_trace(
     trace: BlackBoxTrace | Path, spec_root: Path, hidden: int = DEFAULT_HIDDEN
 ) -> HiddenVerdict:
     """Replay one black-box RRef trace (a file or a parsed trace) through TraceRRefTorch."""
     parsed = load_blackbox(trace, RREF_OPS) if isinstance(trace, Path) else trace
     replay = HiddenReplay(
-        module=TRACE_MODULE, spec_dir=spec_root / "rref", constants=RREF_CONSTANTS, hidden=hidden
+        module=TRACE_MODULE, spec_dir=spec_root / "rref", constants=RREF_CONSTANTS,
+        hidden=hidden,
+        per_trace=trace_constants,
     )
     return replay_hidden(parsed, replay)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,11 @@ class HiddenReplay:
     #: at most this many unobserved steps between two observed events
     hidden: int
     timeout: float | None = 600.0
+    #: run the observed-first search first (fast; its acceptances are real behaviours) and the
+    #: full search only on what it does not accept (the full search alone decides a rejection)
+    eager_first: bool = True
+    #: the protocol's constants that depend on the trace (its header): name -> expression
+    per_trace: Callable[[BlackBoxTrace], Mapping[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,8 @@ class HiddenVerdict:
     distinct: int
     seconds: float
     detail: str = ""
+    #: 1: the observed-first search accepted; 2: the full search decided
+    searches: int = 1
 
     @property
     def states_per_event(self) -> float:
@@ -69,12 +76,15 @@ def _event_record(fields: Mapping[str, Any], op: str, node: str) -> str:
     return "[" + ", ".join(f"{k} |-> {format_value(v)}" for k, v in sorted(body.items())) + "]"
 
 
-def render_root(trace: BlackBoxTrace, replay: HiddenReplay) -> tuple[str, str]:
+def render_root(
+    trace: BlackBoxTrace, replay: HiddenReplay, *, eager: bool = False
+) -> tuple[str, str]:
     """The generated root module and its cfg."""
     rows = ",\n    ".join(_event_record(e.fields, e.op, e.node) for e in trace.events)
     workers = format_value(frozenset(trace.workers))
     defs = [f"TVW == {workers}", f"TVData == <<\n    {rows}\n  >>"]
-    defs += [f"TVConst_{name} == {expr}" for name, expr in replay.constants.items()]
+    constants = dict(replay.constants) | dict(replay.per_trace(trace) if replay.per_trace else {})
+    defs += [f"TVConst_{name} == {expr}" for name, expr in constants.items()]
     module = "\n".join(
         [
             f"---- MODULE {ROOT} ----",
@@ -86,7 +96,8 @@ def render_root(trace: BlackBoxTrace, replay: HiddenReplay) -> tuple[str, str]:
         ]
     )
     consts = ["  Workers <- TVW", "  TVTrace <- TVData", f"  TVHidden = {replay.hidden}"]
-    consts += [f"  {name} <- TVConst_{name}" for name in replay.constants]
+    consts.append(f"  TVEager = {'TRUE' if eager else 'FALSE'}")
+    consts += [f"  {name} <- TVConst_{name}" for name in constants]
     cfg = "\n".join(
         [
             "CONSTANTS",
@@ -102,8 +113,27 @@ def render_root(trace: BlackBoxTrace, replay: HiddenReplay) -> tuple[str, str]:
 
 
 def replay_hidden(trace: BlackBoxTrace, replay: HiddenReplay) -> HiddenVerdict:
-    """Run TLC on ``trace`` and say whether the trace spec explains it."""
-    module, cfg = render_root(trace, replay)
+    """Say whether the trace spec explains ``trace``: the observed-first search first (when
+    ``replay.eager_first``), then, if it did not accept, the full bounded search."""
+    if replay.eager_first:
+        quick = _replay(trace, replay, eager=True)
+        if quick.accepted:
+            return quick
+        full = _replay(trace, replay, eager=False)
+        return HiddenVerdict(
+            full.accepted,
+            full.events,
+            full.first_unexplained,
+            full.distinct + quick.distinct,
+            full.seconds + quick.seconds,
+            full.detail,
+            searches=2,
+        )
+    return _replay(trace, replay, eager=False)
+
+
+def _replay(trace: BlackBoxTrace, replay: HiddenReplay, *, eager: bool) -> HiddenVerdict:
+    module, cfg = render_root(trace, replay, eager=eager)
     options = TLCOptions(
         workers=1,  # TVMax's register is per worker
         check_deadlock=False,  # a behaviour stuck before the end is a rejection, not a bug

@@ -20,7 +20,7 @@ from typing import Final
 from protoref.torch.rpc import rref_steps as s
 from protoref.torch.rpc.conductor import Conductor
 
-__all__ = ["SCENARIOS", "conduct"]
+__all__ = ["EXTRA", "SCENARIOS", "conduct", "order"]
 
 #: seconds a worker waits for its counters to settle at a quiet point
 SETTLE: Final = 6.0
@@ -128,9 +128,13 @@ SCENARIOS: Final[dict[str, Callable[[Conductor, str], None]]] = {
     "forks_of_forks": forks_of_forks,
     "self_remote": self_remote,
     "as_result": as_result,
-    "remote_timeout": remote_timeout,
     "to_here_timeout": to_here_timeout,
 }
+
+#: Scenarios outside the default order: after remote_timeout torch 2.13's graceful shutdown
+#: never completes (the creator never reports ready; docs/divergences.md), which costs the
+#: session torch's 30 s store timeout. Run them by name (``--scenarios``).
+EXTRA: Final[dict[str, Callable[[Conductor, str], None]]] = {"remote_timeout": remote_timeout}
 
 
 def conduct(c: Conductor, names: list[str]) -> list[str]:
@@ -138,7 +142,7 @@ def conduct(c: Conductor, names: list[str]) -> list[str]:
     RRefs held for the shutdown sweep. Returns what ran."""
     ran = []
     for i, name in enumerate(names):
-        SCENARIOS[name](c, f"{i}{name[:2]}.")
+        (SCENARIOS | EXTRA)[name](c, f"{i}{name[:2]}.")
         c.quiesce(s.settle, s.counters, SETTLE)
         ran.append(name)
     held_at_shutdown(c, "end.")
