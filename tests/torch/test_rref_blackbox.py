@@ -53,8 +53,10 @@ def _index_of(lines: list[str], **match: object) -> int:
     found = [
         i
         for i, e in enumerate(trace.events, 1)
-        if all((e.fields | {"op": e.op, "node": e.node, "lamport": e.lamport}).get(k) == v
-               for k, v in match.items())
+        if all(
+            (dict(e.fields) | {"op": e.op, "node": e.node, "lamport": e.lamport}).get(k) == v
+            for k, v in match.items()
+        )
     ]
     assert len(found) == 1, match
     return found[0]
@@ -102,8 +104,14 @@ def test_a_to_here_that_succeeds_after_the_owner_deleted_the_value_is_rejected()
     records = _lines()
     # w1's last event before the owner's sample (each worker's events are a block, in order)
     at = _find(records, op="Counters", node="w1", lamport=7)
-    late = {"kind": "event", "op": "ToHereOk", "node": "w1", "lamport": 9, "seq": 0,
-            "label": "0to.a"}
+    late = {
+        "kind": "event",
+        "op": "ToHereOk",
+        "node": "w1",
+        "lamport": 9,
+        "seq": 0,
+        "label": "0to.a",
+    }
     for r in records[1:]:  # make room: every later clock moves up by one
         if isinstance(r["lamport"], int) and r["lamport"] >= 9:
             r["lamport"] += 1

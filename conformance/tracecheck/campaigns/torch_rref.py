@@ -91,7 +91,11 @@ def run_torch_rref_campaign(
             except ProtorefError as err:
                 verdicts.append(
                     TorchRRefRun(
-                        seed=seed, faults="", scenarios=[], events=0, outcome="failed",
+                        seed=seed,
+                        faults="",
+                        scenarios=[],
+                        events=0,
+                        outcome="failed",
                         detail=f"session failed: {err}"[:800],
                     )
                 )

@@ -24,7 +24,6 @@ from typing import Any, Final
 from tracecheck.errors import TracecheckError
 
 __all__ = [
-    "AUTOGRAD_OPS",
     "RREF_OPS",
     "BlackBoxEvent",
     "BlackBoxTrace",
@@ -61,17 +60,6 @@ RREF_OPS: Final[OpTable] = {
     "ShutdownCalled": {},
     "ShutdownDone": {},
     "ShutdownFailed": {"error": str},
-}
-
-AUTOGRAD_OPS: Final[OpTable] = {
-    "NewContext": {"label": str},
-    "Call": {"peer": str, "label": str, "call": str, "grad": bool},
-    "Serve": {"peer": str, "label": str, "call": str},
-    "CallDone": {"label": str, "call": str, "outcome": str},
-    "ReleaseContext": {"label": str},
-    "Backward": {"label": str, "outcome": str},
-    "Counters": {"contexts": int},
-    "ShutdownDone": {},
 }
 
 

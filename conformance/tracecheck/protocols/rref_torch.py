@@ -54,7 +54,9 @@ def check_rref_trace(
     """Replay one black-box RRef trace (a file or a parsed trace) through TraceRRefTorch."""
     parsed = load_blackbox(trace, RREF_OPS) if isinstance(trace, Path) else trace
     replay = HiddenReplay(
-        module=TRACE_MODULE, spec_dir=spec_root / "rref", constants=RREF_CONSTANTS,
+        module=TRACE_MODULE,
+        spec_dir=spec_root / "rref",
+        constants=RREF_CONSTANTS,
         hidden=hidden,
         per_trace=trace_constants,
     )

@@ -174,4 +174,3 @@ def _describe(trace: BlackBoxTrace, index: int, hidden: int) -> str:
         f"event {index} ({e.op} on {e.node}: {args}; line {e.line}) has no explanation with "
         f"at most {hidden} unobserved steps before it"
     )
-

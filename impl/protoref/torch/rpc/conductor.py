@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import torch.distributed.rpc as rpc
+from torch.distributed import rpc
 
 from protoref.torch.rpc.world import world
 

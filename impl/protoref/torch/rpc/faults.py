@@ -72,8 +72,11 @@ def plan_for(protocol: str, seed: int) -> FaultPlan:
     """The faults of the session with ``seed`` (the same seed, the same plan)."""
     rng = random.Random(f"{protocol}:{seed}")
     fail = tuple(t for t in _FAILABLE[protocol] if rng.random() < 0.4)
-    delay = {t: round(rng.choice((0.02, 0.05, 0.1, 0.2)), 2) for t in _DELAYABLE[protocol]
-             if rng.random() < 0.5}
+    delay = {
+        t: round(rng.choice((0.02, 0.05, 0.1, 0.2)), 2)
+        for t in _DELAYABLE[protocol]
+        if rng.random() < 0.5
+    }
     return FaultPlan(
         seed=seed,
         messages_to_fail=fail,

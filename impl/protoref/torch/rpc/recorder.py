@@ -40,7 +40,7 @@ class Recorder:
         with self._lock:
             self._clock += 1
             self._seq += 1
-            record = {"kind": "event", "op": op, "node": self.node}
+            record: dict[str, Any] = {"kind": "event", "op": op, "node": self.node}
             record |= {"lamport": self._clock, "seq": self._seq, **fields}
             self._lines.append(json.dumps(record, sort_keys=True))
             return self._clock

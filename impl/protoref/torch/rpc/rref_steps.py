@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import torch
-import torch.distributed.rpc as rpc
+from torch.distributed import rpc
 
 from protoref.torch.rpc.world import world
 

@@ -64,12 +64,25 @@ def run_session(
         out = Path(tmp)
         env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
         procs = [
-            subprocess.Popen(  # noqa: S603 - our own module, with our arguments
+            subprocess.Popen(
                 [
-                    sys.executable, "-m", "protoref.torch.rpc.worker",
-                    "--protocol", protocol, "--rank", str(rank), "--world", str(WORLD),
-                    "--port", str(port), "--seed", str(seed), "--out", str(out),
-                    "--scenarios", ",".join(scenarios),
+                    sys.executable,
+                    "-m",
+                    "protoref.torch.rpc.worker",
+                    "--protocol",
+                    protocol,
+                    "--rank",
+                    str(rank),
+                    "--world",
+                    str(WORLD),
+                    "--port",
+                    str(port),
+                    "--seed",
+                    str(seed),
+                    "--out",
+                    str(out),
+                    "--scenarios",
+                    ",".join(scenarios),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,

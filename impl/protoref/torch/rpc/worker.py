@@ -14,6 +14,10 @@ import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from protoref.torch.rpc.conductor import Conductor
 
 __all__ = ["main"]
 
@@ -23,7 +27,7 @@ CONDUCT_TIMEOUT = 300.0
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="protoref.torch.rpc.worker")
-    parser.add_argument("--protocol", choices=("rref", "autograd"), required=True)
+    parser.add_argument("--protocol", choices=("rref",), required=True)
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)
     parser.add_argument("--port", type=int, required=True)
@@ -32,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scenarios", default="", help="comma-separated; default: all, seeded")
     args = parser.parse_args(argv)
 
-    import torch.distributed.rpc as rpc  # noqa: PLC0415 - torch only in the worker process
+    from torch.distributed import rpc  # noqa: PLC0415 - torch only in the worker process
     from torch.distributed.rpc import _testing  # noqa: PLC0415
 
     from protoref.torch.rpc.conductor import Conductor  # noqa: PLC0415
@@ -56,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name,
         rank=args.rank,
         world_size=args.world,
-        backend=rpc.backend_registry.BackendType.FAULTY_TENSORPIPE,  # type: ignore[attr-defined]
+        backend=rpc.backend_registry.BackendType.FAULTY_TENSORPIPE,
         rpc_backend_options=options,
     )
     workers = [f"w{i}" for i in range(args.world)]
@@ -83,13 +87,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _conduct(protocol: str, conductor: object, seed: int, chosen: str) -> list[str]:
-    if protocol == "rref":
-        from protoref.torch.rpc import rref_scenarios as lib  # noqa: PLC0415
-    else:
-        from protoref.torch.rpc import autograd_scenarios as lib  # type: ignore[no-redef]  # noqa: PLC0415
+def _conduct(protocol: str, conductor: Conductor, seed: int, chosen: str) -> list[str]:
+    from protoref.torch.rpc import rref_scenarios as lib  # noqa: PLC0415
+
     names = chosen.split(",") if chosen else lib.order(seed)
-    return lib.conduct(conductor, names)  # type: ignore[arg-type]
+    return lib.conduct(conductor, names)
 
 
 if __name__ == "__main__":
