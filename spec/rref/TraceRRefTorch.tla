@@ -37,9 +37,12 @@ CONSTANTS
 VARIABLES
     tvCursor,  \* the next observed event
     tvHidden,  \* unobserved steps taken since the last observed event
-    tvName     \* label -> [kind, id, rref]: what each of the program's names denotes
+    tvName,    \* label -> [kind, id, rref]: what each of the program's names denotes
+    tvAct      \* the RRef.tla action the last step took ("probe": an observation only);
+               \* left out of TVView, so it costs no states: it reports action coverage
 
-tvVars == <<tvCursor, tvHidden, tvName>>
+tvVars == <<tvCursor, tvHidden, tvName, tvAct>>
+TVView == <<vars, tvCursor, tvHidden, tvName>>
 
 \* kind: "user" (a UserRRef, id = its ForkId), "owner" (an OwnerRRef held by the
 \* application: rpc.RRef or a self rpc.remote, id = its RRefId), "arg" (an OwnerRRef
@@ -54,6 +57,7 @@ TVInit ==
     /\ tvCursor = 1
     /\ tvHidden = 0
     /\ tvName = <<>>
+    /\ tvAct = "Init"
 
 -----------------------------------------------------------------------------
 (* Observed events                                                          *)
@@ -169,6 +173,18 @@ ObsShutdownDone(e) ==
     /\ phase[e.node] = "destroyed"
     /\ UNCHANGED vars
 
+\* The RRef.tla action an observed event took (its wrapper's), for coverage.
+TVActOf(e) ==
+    CASE e.op = "ToHereOk" -> "ReceiveFetchRet"
+      [] e.op = "ToHereTimeout" -> "TimeOutToHere"
+      [] e.op = "DropRRef" ->
+            CASE tvName[e.label].kind = "owner" -> "DropOwnerRRef"
+              [] tvName[e.label].kind = "user" -> "DropRRef"
+              [] OTHER -> "probe"
+      [] e.op = "RemoteDone" -> IF e.outcome = "timeout" THEN "TimeOutRemote" ELSE "probe"
+      [] e.op \in {"Counters", "ShutdownCalled", "ShutdownDone", "ToHereRefused"} -> "probe"
+      [] OTHER -> e.op
+
 Observed(e) ==
     \/ ObsCreateLocalRRef(e)
     \/ ObsRemote(e)
@@ -193,6 +209,7 @@ ObservedStep ==
                      "RemoteDone", "Counters", "ShutdownCalled", "ShutdownDone"} => UNCHANGED tvName
     /\ tvCursor' = tvCursor + 1
     /\ tvHidden' = 0
+    /\ tvAct' = TVActOf(TVTrace[tvCursor])
 
 -----------------------------------------------------------------------------
 (* Unobserved steps: torch's own, which no program sees                      *)
@@ -211,11 +228,35 @@ TVShutdownAt ==
     IF TVShutdownCalls = {} THEN Len(TVTrace) + 1
     ELSE CHOOSE i \in TVShutdownCalls : \A j \in TVShutdownCalls : j <= i
 
+\* ReceiveNext, the destructor and ShutdownNext of RRef.tla, disjunct by disjunct, each
+\* naming itself in tvAct.
+Named(A, name) == A /\ tvAct' = name
 HiddenNext ==
-    \/ SystemNext
-    \/ tvCursor > TVShutdownAt /\ WaitAllWorkers
-    \/ \E m \in net : m.type \in TVFailed /\ RetrySend(m)
-    \/ \E m \in net : m.type \in TVFailed /\ LoseFirstAttempt(m)
+    \/ \E m \in net :
+        \/ m.type = "PYTHON_REMOTE_CALL" /\ Named(AssignOwnerRRef(m.dst, m.rref, m.fork), "AssignOwnerRRef")
+        \/ m.type = "REMOTE_RET" /\ m.fork # m.rref
+            /\ Named(ConfirmPendingUser(m.dst, m.rref, m.fork), "ConfirmPendingUser")
+        \/ m.type = "REMOTE_RET" /\ m.fork = m.rref
+            /\ Named(FinishCreatingOwnerRRef(m.dst, m.rref), "FinishCreatingOwnerRRef")
+        \/ m.type = "PYTHON_RREF_FETCH_CALL"
+            /\ Named(RetrieveOwnerRRef(m.dst, m.rref, m.fork), "RetrieveOwnerRRef")
+        \/ m.type = "PYTHON_RREF_FETCH_RET"
+            /\ Named(ReceiveFetchRet(m.dst, m.rref, m.fork), "ReceiveFetchRet")
+        \/ m.type = "PYTHON_CALL" /\ Named(GetOrCreateRRef(m.dst, m.rref, m.fork), "GetOrCreateRRef")
+        \/ m.type = "RREF_FORK_REQUEST"
+            /\ Named(AddForkOfOwnerIfNotPresent(m.dst, m.rref, m.fork), "AddForkOfOwnerIfNotPresent")
+        \/ m.type = "RREF_ACK" /\ Named(FinishForkRequest(m.dst, m.rref, m.fork), "FinishForkRequest")
+        \/ m.type = "RREF_CHILD_ACCEPT"
+            /\ Named(DelPendingChild(m.dst, m.rref, m.fork), "DelPendingChild")
+        \/ m.type = "RREF_USER_DELETE"
+            /\ Named(DelForkOfOwner(m.dst, m.rref, m.fork), "DelForkOfOwner")
+        \/ m.type \in TVFailed /\ Named(RetrySend(m), "RetrySend")
+        \/ m.type \in TVFailed /\ Named(LoseFirstAttempt(m), "LoseFirstAttempt")
+    \/ \E u \in Users : Named(DelUser(u.on, u.fork), "DelUser")
+    \/ \E w \in Workers :
+        \/ Named(DelAllUsersAndUnforkedOwners(w), "DelAllUsersAndUnforkedOwners")
+        \/ Named(DestroyInstance(w), "DestroyInstance")
+    \/ tvCursor > TVShutdownAt /\ Named(WaitAllWorkers, "WaitAllWorkers")
 
 \* With TVEager the search is the observed-first one: a fast way to find an accepting
 \* behaviour (every behaviour it finds is one of the full search), which cannot prove a

@@ -28,7 +28,38 @@ from pydantic import BaseModel, ConfigDict
 from tracecheck.protocols.blackbox import RREF_OPS, load_blackbox
 from tracecheck.protocols.rref_torch import DEFAULT_HIDDEN, check_rref_trace
 
-__all__ = ["TorchRRefResult", "TorchRRefRun", "run_torch_rref_campaign"]
+__all__ = ["RREF_ACTIONS", "TorchRRefResult", "TorchRRefRun", "run_torch_rref_campaign"]
+
+#: RRef.tla's actions (the disjuncts of Next), for coverage; FailRemote and ExhaustRetries
+#: are off in the torch instance (tracecheck.protocols.rref_torch says why).
+RREF_ACTIONS = (
+    "CreateLocalRRef",
+    "Remote",
+    "PrepareChildFork",
+    "ToHere",
+    "DropRRef",
+    "DropOwnerRRef",
+    "RetrySend",
+    "LoseFirstAttempt",
+    "TimeOutRemote",
+    "TimeOutToHere",
+    "FailRemote",
+    "ExhaustRetries",
+    "DelUser",
+    "AssignOwnerRRef",
+    "ConfirmPendingUser",
+    "FinishCreatingOwnerRRef",
+    "RetrieveOwnerRRef",
+    "ReceiveFetchRet",
+    "GetOrCreateRRef",
+    "AddForkOfOwnerIfNotPresent",
+    "FinishForkRequest",
+    "DelPendingChild",
+    "DelForkOfOwner",
+    "WaitAllWorkers",
+    "DelAllUsersAndUnforkedOwners",
+    "DestroyInstance",
+)
 
 Outcome = Literal["accepted", "failed"]
 
@@ -55,6 +86,8 @@ class TorchRRefResult(BaseModel):
     runs: list[TorchRRefRun]
     #: observed events per op over the accepted traces
     coverage: dict[str, int]
+    #: RRef.tla action -> steps of it in the accepting behaviours (observed and searched)
+    actions: dict[str, int]
     seconds: float
     trace_dir: str | None = None
 
@@ -82,6 +115,7 @@ def run_torch_rref_campaign(
     folder.mkdir(parents=True, exist_ok=True)
     verdicts: list[TorchRRefRun] = []
     coverage: Counter[str] = Counter()
+    actions: Counter[str] = Counter()
     try:
         for i in range(runs):
             seed = first_seed + i
@@ -104,6 +138,7 @@ def run_torch_rref_campaign(
             verdict = check_rref_trace(trace, spec_root, hidden)
             if verdict.accepted:
                 coverage.update(e.op for e in trace.events)
+                actions.update(verdict.actions)
             verdicts.append(
                 TorchRRefRun(
                     seed=seed,
@@ -125,6 +160,7 @@ def run_torch_rref_campaign(
         hidden=hidden,
         runs=verdicts,
         coverage={op: coverage.get(op, 0) for op in RREF_OPS},
+        actions={a: actions.get(a, 0) for a in RREF_ACTIONS},
         seconds=time.monotonic() - start,
         trace_dir=str(out) if out is not None else None,
     )

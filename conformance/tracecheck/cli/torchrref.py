@@ -62,10 +62,16 @@ def _print(console: Console, result: TorchRRefResult) -> None:
     for op, n in result.coverage.items():
         cover.add_row(op, str(n) if n else "[yellow]0[/]")
     console.print(cover)
+    acts = Table(title="RRef.tla actions in the accepting behaviours (observed and searched)")
+    acts.add_column("action")
+    acts.add_column("steps")
+    for action, n in result.actions.items():
+        acts.add_row(action, str(n) if n else "[yellow]0[/]")
+    console.print(acts)
     events = sum(r.events for r in result.runs)
-    covered = sum(1 for n in result.coverage.values() if n)
+    covered = sum(1 for n in result.actions.values() if n)
     console.print(
-        f"{len(result.runs)} runs, {events} events, {covered}/{len(result.coverage)} ops "
+        f"{len(result.runs)} runs, {events} events, {covered}/{len(result.actions)} actions "
         f"covered, {result.seconds:.1f} s: "
         + (f"[red]{len(result.failed)} failed[/]" if result.failed else "all accepted")
         + (f"; traces in {result.trace_dir}" if result.trace_dir else "")

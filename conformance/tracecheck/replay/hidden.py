@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,8 @@ class HiddenVerdict:
     detail: str = ""
     #: 1: the observed-first search accepted; 2: the full search decided
     searches: int = 1
+    #: the spec actions the accepting behaviour took, with how often (its ``tvAct`` values)
+    actions: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def states_per_event(self) -> float:
@@ -106,6 +109,7 @@ def render_root(
             "NEXT TVNext",
             "INVARIANT TVNotDoneInv",
             "CONSTRAINT TVMax",
+            "VIEW TVView",
             "",
         ]
     )
@@ -152,7 +156,12 @@ def _replay(trace: BlackBoxTrace, replay: HiddenReplay, *, eager: bool) -> Hidde
     events = len(trace.events)
     distinct = result.stats.distinct or 0
     if result.verdict is Verdict.INVARIANT and result.violated == "TVNotDoneInv":
-        return HiddenVerdict(True, events, None, distinct, seconds)
+        taken: Counter[str] = Counter()
+        for state in result.counterexample.states if result.counterexample else []:
+            act = state.values.get("tvAct")
+            if isinstance(act, str) and act not in {"Init", "probe"}:
+                taken[act] += 1
+        return HiddenVerdict(True, events, None, distinct, seconds, actions=dict(taken))
     if result.verdict is Verdict.SUCCESS:
         reached = [v[1] for v in printed_values(result.printed, "tv_max") if len(v) == 2]
         furthest = max((int(v) for v in reached if isinstance(v, int)), default=1)
