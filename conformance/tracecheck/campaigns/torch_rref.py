@@ -7,6 +7,10 @@ through ``spec/rref/TraceRRefTorch.tla`` (the PyTorch variant of RRef.tla, at mo
 unobserved steps between two observed events). A run's verdict:
 
 - ``accepted``: some behaviour of the spec explains every observed event;
+- ``known-defect``: accepted, and torch's graceful shutdown failed where the spec shows an
+  OwnerRRef leaked by pytorch#41217's hazard (an rpc.remote timed out, its RREF_USER_DELETE
+  overtook the late call): MCRRef_pytorch_lateRemoteLeak_shutdown's ShutdownCompletesProp
+  violation, seen on torch;
 - ``failed``: the full bounded search rejects the trace (the first unexplained event is named),
   or the session itself failed.
 
@@ -61,7 +65,9 @@ RREF_ACTIONS = (
     "DestroyInstance",
 )
 
-Outcome = Literal["accepted", "failed"]
+Outcome = Literal["accepted", "known-defect", "failed"]
+#: the defect tag of a shutdown that failed on a leaked OwnerRRef
+LEAK_SHUTDOWN = "pytorch#41217 leak: shutdown never completes"
 
 
 class TorchRRefRun(BaseModel):
@@ -72,6 +78,7 @@ class TorchRRefRun(BaseModel):
     scenarios: list[str]
     events: int
     outcome: Outcome
+    defect: str | None = None
     detail: str = ""
     states: int = 0
     session_seconds: float = 0.0
@@ -139,13 +146,16 @@ def run_torch_rref_campaign(
             if verdict.accepted:
                 coverage.update(e.op for e in trace.events)
                 actions.update(verdict.actions)
+            leak = verdict.accepted and any(e.op == "ShutdownFailed" for e in trace.events)
+            outcome: Outcome = "known-defect" if leak else "accepted"
             verdicts.append(
                 TorchRRefRun(
                     seed=seed,
                     faults=session.faults,
                     scenarios=session.scenarios,
                     events=verdict.events,
-                    outcome="accepted" if verdict.accepted else "failed",
+                    outcome=outcome if verdict.accepted else "failed",
+                    defect=LEAK_SHUTDOWN if leak else None,
                     detail=verdict.detail,
                     states=verdict.distinct,
                     session_seconds=session.seconds,

@@ -45,14 +45,14 @@ def _print(console: Console, result: TorchRRefResult) -> None:
     runs = Table(title=f"campaign {TORCH_RREF} on torch {result.torch} (hidden <= {result.hidden})")
     for column in ("seed", "faults", "events", "states", "verdict", "detail"):
         runs.add_column(column)
-    colour = {"accepted": "green", "failed": "red"}
+    colour = {"accepted": "green", "known-defect": "yellow", "failed": "red"}
     for r in result.runs:
         runs.add_row(
             str(r.seed),
             escape(r.faults),
             str(r.events),
             str(r.states),
-            f"[{colour[r.outcome]}]{r.outcome}[/]",
+            f"[{colour[r.outcome]}]{escape(r.defect or r.outcome)}[/]",
             escape(r.detail),
         )
     console.print(runs)
@@ -73,6 +73,8 @@ def _print(console: Console, result: TorchRRefResult) -> None:
     console.print(
         f"{len(result.runs)} runs, {events} events, {covered}/{len(result.actions)} actions "
         f"covered, {result.seconds:.1f} s: "
-        + (f"[red]{len(result.failed)} failed[/]" if result.failed else "all accepted")
+        + f"{sum(r.outcome == 'accepted' for r in result.runs)} accepted, "
+        + f"{sum(r.outcome == 'known-defect' for r in result.runs)} known torch defects, "
+        + (f"[red]{len(result.failed)} failed[/]" if result.failed else "none failed")
         + (f"; traces in {result.trace_dir}" if result.trace_dir else "")
     )
