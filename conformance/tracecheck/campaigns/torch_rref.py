@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tracecheck.protocols.blackbox import RREF_OPS, load_blackbox
 from tracecheck.protocols.rref_torch import DEFAULT_HIDDEN, check_rref_trace
+from tracecheck.replay.tlcrun import CheckerError
 
 __all__ = ["RREF_ACTIONS", "TorchRRefResult", "TorchRRefRun", "run_torch_rref_campaign"]
 
@@ -142,7 +143,20 @@ def run_torch_rref_campaign(
                 )
                 continue
             trace = load_blackbox(path, RREF_OPS)
-            verdict = check_rref_trace(trace, spec_root, hidden)
+            try:
+                verdict = check_rref_trace(trace, spec_root, hidden)
+            except CheckerError as err:  # TLC could not decide (e.g. its timeout): no verdict
+                verdicts.append(
+                    TorchRRefRun(
+                        seed=seed,
+                        faults=session.faults,
+                        scenarios=session.scenarios,
+                        events=len(trace.events),
+                        outcome="failed",
+                        detail=str(err)[:800],
+                    )
+                )
+                continue
             if verdict.accepted:
                 coverage.update(e.op for e in trace.events)
                 actions.update(verdict.actions)
