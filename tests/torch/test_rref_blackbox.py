@@ -21,7 +21,8 @@ from tracecheck.protocols.blackbox import (
     load_blackbox,
     parse_blackbox,
 )
-from tracecheck.protocols.rref_torch import DEFAULT_HIDDEN, check_rref_trace
+from tracecheck.protocols.rref_torch import DEFAULT_HIDDEN
+from tracecheck.replay.rref_torch import check_rref_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_ROOT = ROOT / "spec"

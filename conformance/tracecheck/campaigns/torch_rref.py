@@ -30,7 +30,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from tracecheck.protocols.blackbox import RREF_OPS, load_blackbox
-from tracecheck.protocols.rref_torch import DEFAULT_HIDDEN, check_rref_trace
+from tracecheck.protocols.rref_torch import DEFAULT_HIDDEN
+from tracecheck.replay.rref_torch import check_rref_trace
 from tracecheck.replay.tlcrun import CheckerError
 
 __all__ = ["RREF_ACTIONS", "TorchRRefResult", "TorchRRefRun", "run_torch_rref_campaign"]

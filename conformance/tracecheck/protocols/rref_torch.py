@@ -10,14 +10,12 @@ only what the constants allow, so a fault left on would only widen the search).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Final
 
-from tracecheck.protocols.blackbox import RREF_OPS, BlackBoxTrace, load_blackbox
-from tracecheck.replay.hidden import HiddenReplay, HiddenVerdict, replay_hidden
+from tracecheck.protocols.blackbox import BlackBoxTrace
 from tracecheck.tla.values import format_value
 
-__all__ = ["DEFAULT_HIDDEN", "RREF_CONSTANTS", "TRACE_MODULE", "check_rref_trace"]
+__all__ = ["DEFAULT_HIDDEN", "RREF_CONSTANTS", "TRACE_MODULE", "trace_constants"]
 
 TRACE_MODULE: Final = "TraceRRefTorch"
 #: The bound on unobserved steps between two observed events (docs/conformance.md, "Black-box
@@ -52,18 +50,3 @@ def trace_constants(trace: BlackBoxTrace) -> dict[str, str]:
     failed = faults.get("messages_to_fail", []) if isinstance(faults, dict) else []
     duplicated = [] if agent == "FAULTY_TENSORPIPE" else [t for t in failed if isinstance(t, str)]
     return {"TVFailed": format_value(frozenset(sorted(duplicated)))}
-
-
-def check_rref_trace(
-    trace: BlackBoxTrace | Path, spec_root: Path, hidden: int = DEFAULT_HIDDEN
-) -> HiddenVerdict:
-    """Replay one black-box RRef trace (a file or a parsed trace) through TraceRRefTorch."""
-    parsed = load_blackbox(trace, RREF_OPS) if isinstance(trace, Path) else trace
-    replay = HiddenReplay(
-        module=TRACE_MODULE,
-        spec_dir=spec_root / "rref",
-        constants=RREF_CONSTANTS,
-        hidden=hidden,
-        per_trace=trace_constants,
-    )
-    return replay_hidden(parsed, replay)
