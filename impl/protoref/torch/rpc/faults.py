@@ -38,7 +38,6 @@ ACCEPTED_TYPES: Final = (
 
 _FAILABLE: Final = {
     "rref": ("RREF_FORK_REQUEST", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"),
-    "autograd": ("CLEANUP_AUTOGRAD_CONTEXT_REQ",),
 }
 _DELAYABLE: Final = {
     "rref": (
@@ -48,7 +47,6 @@ _DELAYABLE: Final = {
         "PYTHON_REMOTE_CALL",
         "PYTHON_RREF_FETCH_CALL",
     ),
-    "autograd": ("CLEANUP_AUTOGRAD_CONTEXT_REQ",),
 }
 
 
