@@ -152,3 +152,29 @@ def test_a_clock_going_backwards_is_refused() -> None:
 
 def test_the_golden_file_loads() -> None:
     assert len(load_blackbox(GOLDEN, RREF_OPS).events) == 20
+
+
+LEAK = Path(__file__).parent / "golden" / "rref_remote_timeout_leak.jsonl"
+
+
+def test_the_leak_and_the_failed_shutdown_are_explained() -> None:
+    """A real torch session (scenario remote_timeout, seed 5): rpc.remote times out, the
+    RREF_USER_DELETE overtakes the late call, the owner keeps an OwnerRRef and a fork for
+    good (its counters read 1 and 1), and rpc.shutdown fails on every worker. The PyTorch
+    variant explains it: pytorch#41217's leak, whose fork keeps the shutdown from completing."""
+    verdict = check_rref_trace(LEAK, SPEC_ROOT)
+    assert verdict.accepted, verdict.detail
+    assert verdict.actions.get("TimeOutRemote") == 1
+    assert "DestroyInstance" not in verdict.actions  # no context was destroyed
+
+
+def test_a_failed_shutdown_without_a_leak_is_rejected() -> None:
+    """The golden to_here_timeout session leaks nothing: had its shutdown failed, no
+    behaviour would explain it."""
+    records = _lines()
+    at = _find(records, op="ShutdownDone", node="w0")
+    records[at] = records[at] | {"op": "ShutdownFailed", "error": "x"}
+    lines = _renumber(records)
+    verdict = check_rref_trace(parse_blackbox(lines, RREF_OPS), SPEC_ROOT)
+    assert not verdict.accepted
+    assert verdict.first_unexplained == _index_of(lines, op="ShutdownFailed", node="w0")
