@@ -61,6 +61,8 @@ check: setup tools ## the main job: every quick TLC model against the manifest, 
 	@# torch 2.13's own handler (exit 3: torch absent or not 2.13; make test installs it)
 	$(TRACECHECK) campaign torch-rendezvous --runs 30 --seed 1 || { test $$? = 3 && \
 	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
+	$(TRACECHECK) campaign torch-rref --runs 1 --seed 2 || { test $$? = 3 && \
+	  echo "== make check skipped the torch-rref campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
 
 .PHONY: test
 test: setup torch tools lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)

@@ -180,6 +180,10 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
 
     if args.protocol == TORCH_CAMPAIGN:
         return cmd_torch_campaign(args, console)
+    from tracecheck.cli.torchrref import TORCH_RREF, cmd_torch_rref  # noqa: PLC0415
+
+    if args.protocol == TORCH_RREF:
+        return cmd_torch_rref(args, console)
     toolchain()
     if not args.json:  # --json prints the JSON and nothing else
         console.print(
