@@ -15,7 +15,8 @@ unobserved steps between two observed events). A run's verdict:
   or the session itself failed.
 
 Coverage: the observed events per op (each op is one spec action or a probe of its state).
-torch absent or not 2.13 is a :class:`~protoref.torch.compat.TorchUnavailableError`.
+torch absent or unsupported is the plug-in's ``TorchUnavailableError``
+(:mod:`tracecheck.plugins.torch_rpc`).
 """
 
 from __future__ import annotations
@@ -114,9 +115,12 @@ def run_torch_rref_campaign(
     hidden: int = DEFAULT_HIDDEN,
     scenarios: tuple[str, ...] = (),
 ) -> TorchRRefResult:
-    from protoref.errors import ProtorefError  # noqa: PLC0415 - protoref only for torch runs
-    from protoref.torch.compat import require_torch, torch_version  # noqa: PLC0415
-    from protoref.torch.rpc.session import run_session  # noqa: PLC0415
+    from tracecheck.plugins.torch_rpc import (  # noqa: PLC0415 - protoref only for torch runs
+        ProtorefError,
+        require_torch,
+        run_session,
+        torch_version,
+    )
 
     require_torch()
     start = time.monotonic()

@@ -24,7 +24,7 @@ TORCH_RREF: Final = "torch-rref"
 
 
 def cmd_torch_rref(args: argparse.Namespace, console: Console) -> int:
-    from protoref.torch.compat import TorchUnavailableError  # noqa: PLC0415 - protoref, lazily
+    from tracecheck.plugins.torch_rpc import TorchUnavailableError  # noqa: PLC0415 - lazily
 
     toolchain()
     try:
