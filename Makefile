@@ -51,13 +51,25 @@ deps: ## install the system tools: a JDK (TLC, the trace reader) and etcd (tests
 	$(SUDO)apt-get update -qq
 	$(SUDO)env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_DEPS)
 
-TORCH_STAMP := $(VENV)/.torch-stamp
+# TORCH=2.13.0 (default, CI: the CPU wheel) or another release of 2.13 to 2.15. A machine whose
+# pip configuration caps torch (a constraint file) installs another release with
+# TORCH_PIP_ENV=PIP_CONFIG_FILE=/dev/null (pip then reads no configuration file), into its own
+# venv: make torch TORCH=2.15.0 VENV=../venvs/torch215 TORCH_PIP_ENV=PIP_CONFIG_FILE=/dev/null
+TORCH ?= 2.13.0
+TORCH_PIP_ENV ?=
+TORCH_STAMP := $(VENV)/.torch-$(TORCH)-stamp
 $(TORCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]'
+	$(TORCH_PIP_ENV) $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]' 'torch==$(TORCH)'
 	@touch $@
 
 .PHONY: torch
-torch: $(TORCH_STAMP) ## add torch 2.13 (CPU): the torchrun backend's tests run real torchrun agents
+torch: $(TORCH_STAMP) ## add torch $(TORCH) (2.13.0 CPU by default): the torchrun tests run real torchrun agents
+
+# Each venv of TORCH_VENVS holds the project and one torch release (make torch TORCH=... VENV=...).
+TORCH_VENVS ?= $(VENV)
+.PHONY: torch-matrix
+torch-matrix: setup ## every torch campaign on each venv of TORCH_VENVS: the table in docs/torch-matrix.md
+	$(BIN)/python -m tracecheck.campaigns.replay_on_torch.matrix --out docs/torch-matrix.md $(TORCH_VENVS)
 
 .PHONY: check
 check: need-java setup ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)

@@ -191,8 +191,8 @@ def _mid_request(facts: Facts) -> str | None:
 
 
 def _fast_plan(steps: Sequence[Step]) -> dict[str, Any] | str:
-    if not any(s.action.startswith("Backward") or "BWD" in " ".join(s.sent) for s in steps):
-        return "the counterexample runs no backward pass"
+    if not any(s.action == "DistEngineExecute" for s in steps):
+        return "the counterexample runs no backward pass (no DistEngineExecute)"
     return {"knobs": {"grace": 8.0}}
 
 

@@ -29,7 +29,7 @@ from tracecheck.campaigns.replay_on_torch.steps import steps_of
 from tracecheck.errors import TracecheckError
 from tracecheck.runner.manifest import load_manifest, run_model
 
-__all__ = ["TABLE", "ReplayResult", "pytorch_models", "record", "replay_model"]
+__all__ = ["TABLE", "ReplayResult", "pytorch_models", "record", "replay_model", "torch_column"]
 
 #: The replay table beside the manifests (spec root relative).
 TABLE: Final = "torch_replay.json"
@@ -166,3 +166,20 @@ def record(results: list[ReplayResult], spec_root: Path) -> Path:
     }
     path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def torch_column(spec_root: Path) -> dict[str, str]:
+    """docs/models.md's "on torch" column: model -> verdict and detail, from the table; every
+    PyTorch-variant must-fail model missing from the table says so."""
+    path = spec_root / TABLE
+    rows: dict[str, Any] = {}
+    if path.is_file():
+        rows = json.loads(path.read_text(encoding="utf-8")).get("models", {})
+    column = dict.fromkeys(
+        pytorch_models(spec_root), "not replayed yet (run replay-on-torch --record)"
+    )
+    for name, row in rows.items():
+        where = f" (torch {row['torch']})" if row.get("torch") else ""
+        detail = str(row["detail"]).replace("|", "/")
+        column[name] = f"**{row['verdict']}**{where}: {detail}"
+    return column
