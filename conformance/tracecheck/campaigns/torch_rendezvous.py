@@ -161,6 +161,7 @@ def run_torch_campaign(
         for d, v in zip(done, report.verdicts, strict=True)
     ] + broken
     keep = out is not None or any(v.outcome != "accepted" for v in verdicts)
+    stores = _coverage(done, verdicts[: len(done)])  # (reads the traces: before the rmtree)
     if not keep:
         shutil.rmtree(folder, ignore_errors=True)
     return TorchCampaignResult(
@@ -168,7 +169,7 @@ def run_torch_campaign(
         runs=verdicts,
         report=report,
         invariants=witness,
-        stores=_coverage(done, verdicts[: len(done)]),
+        stores=stores,
         run_seconds=run_seconds,
         trace_dir=str(folder) if keep else None,
     )

@@ -136,7 +136,9 @@ def fetch_and_sweep(rref: Any, knobs: dict[str, float]) -> Facts:
     seen: dict[str, str] = {}
 
     def fetch() -> None:
+        began = time.monotonic()
         seen["to_here"] = _outcome(lambda: rref.to_here(timeout=knobs["fetch_timeout"]))
+        seen["to_here_seconds"] = f"{time.monotonic() - began:.2f}"
 
     thread = threading.Thread(target=fetch, daemon=True)
     started = time.monotonic()
@@ -150,28 +152,39 @@ def fetch_and_sweep(rref: Any, knobs: dict[str, float]) -> Facts:
     return {
         "to_here": seen.get("to_here", f"still waiting after {knobs['grace']:g} s"),
         "swept_after": round(swept, 2),
+        "to_here_seconds": seen.get("to_here_seconds", "-"),
         "user_before_sweep": before,
         "user_after_sweep": after,
     }
+
+
+_HELD: list[Any] = []
+
+
+def hold(rref: Any) -> None:
+    """Keep a shared RRef alive on this worker (its fork stays registered on the owner)."""
+    _HELD.append(rref)
 
 
 def fetch_after_delete(knobs: dict[str, float]) -> Facts:
     """w0 owns rpc.RRef(value) and shares it with w1 (PYTHON_CALL); w1's fetch parks on w0's
     pendingOwners_ for the OwnerRRef the delete erased. With ``reshare`` set, w0 then shares the
     RRef again (prepareChildFork re-inserts it in owners_) while the fetch stays stranded."""
-    torch, rpc, _ = _torch()
-    rref = rpc.RRef(torch.ones(2))
+    _, rpc, _ = _torch()
+    # a value TorchScript can type (List[float]): torch fetches it with SCRIPT_RREF_FETCH_CALL,
+    # a plain Python object's with PYTHON_RREF_FETCH_CALL; the plan delays both
+    rref = rpc.RRef([1.0, 1.0])
     fut = rpc.rpc_async("w1", fetch_and_sweep, (rref, knobs))
     time.sleep(0.6)  # after the user's sweep (0.2 s), before its delayed fetch (1.0 s)
     facts: Facts = {"owner_during": rref_info()}
     if knobs.get("reshare"):
         time.sleep(knobs["grace"] / 2)
-        rpc.rpc_async("w1", identity, (rref,))
+        rpc.rpc_async("w1", hold, (rref,))
         time.sleep(0.5)
         facts["owner_after_reshare"] = rref_info()
     facts["user_side"] = fut.wait()
     facts["owner"] = rref_info()
-    facts["owner_value_held"] = bool(rref.local_value().sum().item() == 2)
+    facts["owner_value_held"] = rref.local_value() == [1.0, 1.0]
     return facts
 
 

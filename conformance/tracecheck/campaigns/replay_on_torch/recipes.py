@@ -107,8 +107,11 @@ def _fetch_plan(reshare: bool) -> Planner:
         if not takes_before(steps, "RREF_USER_DELETE", "PYTHON_RREF_FETCH_CALL"):
             return "the counterexample does not take RREF_USER_DELETE before the fetch"
         knobs = {"fetch_timeout": 60.0, "grace": 6.0} | ({"reshare": 1.0} if reshare else {})
-        # the fetch is delayed in the user's sending thread; the delete goes from another
-        return {"delays": {1: {"PYTHON_RREF_FETCH_CALL": 1.0}}, "knobs": knobs}
+        # the fetch is delayed in the user's sending thread (torch sends a TorchScript-typed
+        # value's fetch as SCRIPT_RREF_FETCH_CALL: both kinds delayed); torch's shutdown sweep
+        # sends the delete from another thread, so it reaches the owner first
+        fetch = {"PYTHON_RREF_FETCH_CALL": 1.0, "SCRIPT_RREF_FETCH_CALL": 1.0}
+        return {"delays": {1: fetch}, "knobs": knobs}
 
     return plan
 
