@@ -75,5 +75,10 @@ def _cmd(args: argparse.Namespace, console: Console) -> int:
 
 
 def _line(console: Console, r: ReplayResult) -> None:
-    colour = {"reproduced": "green", "not reproduced": "red", "not reproducible": "yellow"}
+    colour = {
+        "reproduced": "green",
+        "not reproduced": "red",
+        "not reproducible": "yellow",
+        "not replayed": "yellow",
+    }
     console.print(f"[{colour[r.verdict]}]{r.verdict}[/] {r.model}: {escape(r.detail)}")

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from tracecheck.campaigns.replay_on_torch.steps import Step, first_taken, takes_before
 
-__all__ = ["RECIPES", "NotReproducible", "Recipe", "RendezvousReplay", "RpcReplay"]
+__all__ = ["RECIPES", "NotReplayed", "NotReproducible", "Recipe", "RendezvousReplay", "RpcReplay"]
 
 Facts = Mapping[str, Any]
 #: the plan (FaultPlan fields) derived from the steps, or why the steps do not fit the program
@@ -48,7 +48,14 @@ class NotReproducible:
     reason: str
 
 
-Recipe = RpcReplay | RendezvousReplay | NotReproducible
+@dataclass(frozen=True)
+class NotReplayed:
+    """A torch run could follow the counterexample, but no program does yet: what it needs."""
+
+    reason: str
+
+
+Recipe = RpcReplay | RendezvousReplay | NotReproducible | NotReplayed
 
 
 def _get(facts: Facts, *path: str) -> Any:
@@ -226,7 +233,7 @@ _ABLATION = (
     "an ablation of a check torch ships (the model removes it to show its teeth); "
     "unchanged torch keeps the check, so it has no run to follow"
 )
-_NO_PROGRAM = "no torch program for this counterexample yet"
+_NO_PROGRAM = "no torch program follows this counterexample yet"
 
 RECIPES: Final[dict[str, Recipe]] = {
     # rref
@@ -247,15 +254,15 @@ RECIPES: Final[dict[str, Recipe]] = {
         "needs a retried RREF_FORK_REQUEST delivered twice, the copy after the delete: the agent "
         "fails a send before it leaves (no copy arrives) and cannot duplicate a delivered one"
     ),
-    "MCRRef_pytorch71029": NotReproducible(_NO_PROGRAM + " (self-remote timeout)"),
-    "MCRRef_pytorch_unforkedOwner": NotReproducible(_NO_PROGRAM),
-    "MCRRef_pytorch_selfShare": NotReproducible(_NO_PROGRAM),
+    "MCRRef_pytorch71029": NotReplayed(_NO_PROGRAM + " (self-remote timeout)"),
+    "MCRRef_pytorch_unforkedOwner": NotReplayed(_NO_PROGRAM),
+    "MCRRef_pytorch_selfShare": NotReplayed(_NO_PROGRAM),
     "MCRRef_pytorch_unknownError": NotReproducible(
         "needs a processing error before the OwnerRRef is assigned (an UNKNOWN error reply): "
         "the agent fails sends, it cannot make the receiver's handler fail"
     ),
-    "MCRRef_pytorch_forkRequestExhausted": NotReproducible(_NO_PROGRAM),
-    "MCRRef_pytorch_retriesExhausted": NotReproducible(_NO_PROGRAM),
+    "MCRRef_pytorch_forkRequestExhausted": NotReplayed(_NO_PROGRAM),
+    "MCRRef_pytorch_retriesExhausted": NotReplayed(_NO_PROGRAM),
     "MCRRef_pytorch31893": NotReproducible(
         "the pre-1.5 shutdown order: PR #31893 made join wait for every client call, so "
         "torch 2.13 to 2.15 forbid the ordering (a USER_DELETE processed after destroyInstance)"
@@ -267,9 +274,9 @@ RECIPES: Final[dict[str, Recipe]] = {
     "MCDistAutograd_pytorch38513_midRequest": RpcReplay(
         "late_answer", _mid_request_plan, _mid_request
     ),
-    "MCDistAutograd_pytorch38513_leak": NotReproducible(_NO_PROGRAM + " (a context held for ever)"),
-    "MCDistAutograd_pytorchTimeout": NotReproducible(_NO_PROGRAM),
-    "MCDistAutograd_pytorchFireForget": NotReproducible(_NO_PROGRAM),
+    "MCDistAutograd_pytorch38513_leak": NotReplayed(_NO_PROGRAM + " (a context held for ever)"),
+    "MCDistAutograd_pytorchTimeout": NotReplayed(_NO_PROGRAM),
+    "MCDistAutograd_pytorchFireForget": NotReplayed(_NO_PROGRAM),
     "MCDistAutograd_pytorch26379": NotReproducible(
         "needs the creator to crash: the agent injects send failures and delays, not crashes"
     ),
@@ -292,13 +299,13 @@ RECIPES: Final[dict[str, Recipe]] = {
         "process (docs: observed by hand with SIGSTOP)"
     ),
     "MCDistAutograd_pytorchFastUnusedSend": RpcReplay("fast_unused_send", _fast_plan, _fast_hang),
-    "MCDistAutograd_pytorchBackwardError": NotReproducible(
+    "MCDistAutograd_pytorchBackwardError": NotReplayed(
         _NO_PROGRAM + " (spec/autograd/torch_backward_error.py shows it by hand)"
     ),
-    "MCDistAutograd_pytorchBackwardErrorHang": NotReproducible(
+    "MCDistAutograd_pytorchBackwardErrorHang": NotReplayed(
         _NO_PROGRAM + " (spec/autograd/torch_backward_error.py shows it by hand)"
     ),
-    "MCDistAutograd_pytorchRetryAfterError": NotReproducible(_NO_PROGRAM),
+    "MCDistAutograd_pytorchRetryAfterError": NotReplayed(_NO_PROGRAM),
     "MCDistAutograd_notesDrainFix": NotReproducible(
         "a fix proposed in the research note, not torch's code: no torch release runs it"
     ),
@@ -316,12 +323,12 @@ RECIPES: Final[dict[str, Recipe]] = {
         "defect_rank_world", _leave_complete_shape
     ),
     "MCDynamicRendezvous_pytorch111646": RendezvousReplay("defect_pytorch_111646", _crash_shape),
-    "MCDynamicRendezvous_waitlist_full": NotReproducible(_NO_PROGRAM + " (notes, Difference 6)"),
+    "MCDynamicRendezvous_waitlist_full": NotReplayed(_NO_PROGRAM + " (notes, Difference 6)"),
     "MCDynamicRendezvous_live_lastcall_long": NotReproducible(
         "a liveness lasso (a lone joiner rejoining for ever): a finite run shows rejoins, not "
         "that no round ever completes"
     ),
-    "MCDynamicRendezvousBootstrap_d7": NotReproducible(
+    "MCDynamicRendezvousBootstrap_d7": NotReplayed(
         _NO_PROGRAM + " (TCPStore sharing: the elastic agent's bootstrap, not the handler)"
     ),
 }

@@ -4,9 +4,10 @@ For one PyTorch-variant must-fail model: run TLC as ``tracecheck check`` does (t
 row; a fixed seed so a liveness lasso is the same each time), check that it fails as the
 manifest says, read the counterexample's message order (:mod:`.steps`), and follow it on torch
 with the model's recipe (:mod:`.recipes`). The verdict is ``reproduced`` with the symptom torch
-showed, ``not reproduced`` with what torch did instead, or ``not reproducible`` with the reason
-no torch run can follow the counterexample. :func:`record` keeps the verdicts in
-``spec/torch_replay.json``, the table ``make docs`` turns into docs/models.md's column.
+showed, ``not reproduced`` with what torch did instead, ``not reproducible`` with the reason
+no torch run can follow the counterexample, or ``not replayed`` (no program follows it yet).
+:func:`record` keeps the verdicts in ``spec/torch_replay.json``, the table ``make docs`` turns
+into docs/models.md's column.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from tracecheck.campaigns.replay_on_torch.recipes import (
     RECIPES,
+    NotReplayed,
     NotReproducible,
     RendezvousReplay,
     RpcReplay,
@@ -34,7 +36,7 @@ __all__ = ["TABLE", "ReplayResult", "pytorch_models", "record", "replay_model", 
 #: The replay table beside the manifests (spec root relative).
 TABLE: Final = "torch_replay.json"
 
-Verdict = Literal["reproduced", "not reproduced", "not reproducible"]
+Verdict = Literal["reproduced", "not reproduced", "not reproducible", "not replayed"]
 
 
 class ReplayResult(BaseModel):
@@ -79,6 +81,8 @@ def replay_model(name: str, spec_root: Path) -> ReplayResult:
         )
     if isinstance(recipe, NotReproducible):
         return ReplayResult(model=name, verdict="not reproducible", detail=recipe.reason)
+    if isinstance(recipe, NotReplayed):
+        return ReplayResult(model=name, verdict="not replayed", detail=recipe.reason)
     manifest = load_manifest(spec_root)
     entries = {m.name: (p, m) for p, m in manifest.entries()}
     protocol, entry = entries[name]
