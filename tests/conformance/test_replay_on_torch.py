@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from protoref.torch.rpc_repro import FAULT_TYPES, FaultPlan
+from tracecheck.campaigns.replay_on_torch.matrix import campaigns
 from tracecheck.campaigns.replay_on_torch.recipes import (
     RECIPES,
     NotReplayed,
@@ -121,3 +122,24 @@ def test_a_fault_plan_refuses_what_the_agent_cannot_inject() -> None:
     assert "CLEANUP_AUTOGRAD_CONTEXT_REQ" in FAULT_TYPES
     with pytest.raises(ValidationError, match="cannot inject"):
         FaultPlan(delays={0: {"FORWARD_AUTOGRAD_REQ": 1.0}})
+
+
+def test_the_fork_request_symptom_needs_the_pending_user() -> None:
+    recipe = RECIPES["MCRRef_pytorch_forkRequestExhausted"]
+    assert isinstance(recipe, RpcReplay)
+    pending = {"num_pending_users": 1}
+    aborted = {"w2": ["terminate called after throwing an instance of 'c10::Error'"]}
+    assert recipe.symptom({"child_early": pending, "child_after_retries": pending})
+    assert recipe.symptom(
+        {"child_early": pending, "child_after_retries": "raised: eof", "errors_logged": aborted}
+    )
+    assert (
+        recipe.symptom({"child_early": {"num_pending_users": 0}, "errors_logged": aborted}) is None
+    )
+    assert recipe.symptom({"child_early": pending, "child_after_retries": "raised: eof"}) is None
+
+
+def test_the_matrix_discovers_the_torch_campaigns() -> None:
+    found = campaigns()
+    assert "torch-rendezvous" in found
+    assert all(name.startswith("torch-") for name in found)

@@ -188,6 +188,34 @@ def fetch_after_delete(knobs: dict[str, float]) -> Facts:
     return facts
 
 
+# -- RRef: every attempt of a child's RREF_FORK_REQUEST fails (MCRRef_pytorch_forkRequestExhausted)
+
+
+def fork_request_exhausted(knobs: dict[str, float]) -> Facts:
+    """w0 creates an RRef on w1 and shares it with w2, whose agent fails every attempt of the
+    RREF_FORK_REQUEST (``sendWithRetries``: 6 attempts over about 13 s): w2's pending user is
+    never confirmed, so the UDF it gates never runs and the pending user stays for ever."""
+    _, rpc, _ = _torch()
+    rref = rpc.remote("w1", identity, ([1.0],))
+    rref.to_here()
+    fut = rpc.rpc_async("w2", hold, (rref,), timeout=0)
+    facts: Facts = {}
+
+    def ask(key: str, worker: str) -> None:
+        try:
+            facts[key] = rpc.rpc_sync(worker, rref_info)
+        except RuntimeError as err:
+            facts[key] = f"raised: {str(err).splitlines()[0][:160]}"
+
+    time.sleep(1.0)
+    ask("child_early", "w2")
+    time.sleep(knobs["retry_window"])
+    ask("child_after_retries", "w2")
+    facts["gated_udf_ran"] = fut.done()
+    ask("owner", "w1")
+    return facts
+
+
 # -- autograd: an RPC still in flight when its context block exits (#38513 family) ------------
 
 
@@ -273,6 +301,7 @@ def fast_unused_send(knobs: dict[str, float]) -> Facts:
 PROGRAMS: Final[dict[str, Callable[[dict[str, float]], Facts]]] = {
     "late_remote_leak": late_remote_leak,
     "fetch_after_delete": fetch_after_delete,
+    "fork_request_exhausted": fork_request_exhausted,
     "late_answer": late_answer,
     "timed_out_call": timed_out_call,
     "fast_unused_send": fast_unused_send,

@@ -22,6 +22,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Final
 
@@ -98,6 +99,8 @@ def run_program(
         raise TorchUnavailableError("torch is not installed; pip install the [torch] extra")
     port = _free_port()
     started = time.monotonic()
+    # the other ranks' stderr, kept for the report when the run itself went wrong
+    logs = {rank: tempfile.TemporaryFile(mode="w+") for rank in range(1, world)}  # noqa: SIM115 - closed below, after the processes
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "protoref.torch.rpc_worker"],
@@ -114,7 +117,7 @@ def run_program(
                 ),
             ),
             stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
-            stderr=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
+            stderr=subprocess.PIPE if rank == 0 else logs[rank],
             text=True,
         )
         for rank in range(world)
@@ -130,6 +133,16 @@ def run_program(
         for proc in procs:
             proc.kill()
             proc.wait()
+    others = {}
+    for rank, log in logs.items():
+        log.seek(0)
+        others[rank] = [
+            ln[:300]
+            for ln in log.read().splitlines()
+            if any(k in ln for k in ("terminate", "what()", "Error", "error"))
+            and not ln.startswith("frame #")
+        ]
+        log.close()
     seconds = time.monotonic() - started
     lines = [line for line in out.splitlines() if line.startswith(_MARK)]
     if not lines:
@@ -141,4 +154,5 @@ def run_program(
             seconds=seconds,
         )
     facts = json.loads(lines[-1][len(_MARK) :])
+    facts["errors_logged"] = {f"w{r}": errs[:4] for r, errs in others.items() if errs}
     return Observation(program=program, torch=version, facts=facts, seconds=seconds)
