@@ -143,3 +143,33 @@ def test_the_matrix_discovers_the_torch_campaigns() -> None:
     found = campaigns()
     assert "torch-rendezvous" in found
     assert all(name.startswith("torch-") for name in found)
+
+
+def test_the_self_remote_symptom_is_torchs_assert() -> None:
+    recipe = RECIPES["MCRRef_pytorch71029"]
+    assert isinstance(recipe, RpcReplay)
+    line = (
+        "INTERNAL ASSERT FAILED ... Expected OwnerRRef with id GloballyUniqueId(0, 1) to be created"
+    )
+    assert recipe.symptom({"errors_logged": {"w0": [line]}})
+    assert recipe.symptom({"errors_logged": {"w0": ["some other error"]}}) is None
+    assert recipe.symptom({}) is None
+
+
+def test_the_backward_error_symptoms_need_the_running_pass() -> None:
+    idle = {"num_autograd_contexts": 0, "num_current_backward_passes": 0}
+    busy = {"num_autograd_contexts": 0, "num_current_backward_passes": 1}
+    held = {"num_autograd_contexts": 1, "num_current_backward_passes": 1}
+    raised = {"backward": "raised: Error on Node 0", "right_after": [held, held]}
+    error, hang = (
+        RECIPES[m]
+        for m in ("MCDistAutograd_pytorchBackwardError", "MCDistAutograd_pytorchBackwardErrorHang")
+    )
+    assert isinstance(error, RpcReplay)
+    assert isinstance(hang, RpcReplay)
+    assert error.symptom(raised)
+    assert error.symptom({"backward": "returned", "right_after": [held]}) is None
+    assert error.symptom({"backward": "raised: x", "right_after": [idle]}) is None
+    assert hang.symptom(raised | {"after_release": [busy, idle]})
+    assert hang.symptom(raised | {"after_release": [idle, idle]}) is None
+    assert hang.symptom(raised | {"after_release": [held]}) is None

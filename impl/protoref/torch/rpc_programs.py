@@ -125,6 +125,23 @@ def late_remote_leak(knobs: dict[str, float]) -> Facts:
     return facts
 
 
+# -- RRef: rpc.remote to self that times out (MCRRef_pytorch71029) ----------------------------
+
+
+def self_remote_timeout(knobs: dict[str, float]) -> Facts:
+    """``rpc.remote`` to this worker itself, timing out while the self call is still being
+    unpickled: the timeout's callback removes the self fork and erases the OwnerRRef before the
+    call runs, which then asserts in ``getOwnerRRef(forceCreated=true)``."""
+    _, rpc, _ = _torch()
+    timeout = knobs["remote_timeout"]
+    rref = rpc.remote(
+        "w0", identity, args=(SlowToUnpickle(knobs["unpickle_seconds"]),), timeout=timeout
+    )
+    seen = _outcome(rref.to_here)
+    time.sleep(knobs["unpickle_seconds"] + 3.0)  # the self call has been unpickled and run
+    return {"to_here": seen, "owner": rref_info()}
+
+
 # -- RRef: a fetch that reaches the owner after the delete (#40141 family) ---------------------
 
 
@@ -298,11 +315,82 @@ def fast_unused_send(knobs: dict[str, float]) -> Facts:
     return facts
 
 
+# -- autograd: an error in FAST-mode backward leaves the pass running elsewhere ---------------
+
+_FUNCTIONS: dict[str, Any] = {}
+
+
+def _functions() -> dict[str, Any]:
+    """Worker 2's slow backward and worker 1's raising one (torch classes, made once)."""
+    if not _FUNCTIONS:
+        torch, _, _ = _torch()
+
+        class Slow(torch.autograd.Function):  # type: ignore[misc,name-defined]
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                del ctx
+                return x * 3
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                del ctx
+                time.sleep(1.0)  # the error overtakes this worker's part of the pass
+                return grad * 3
+
+        class Boom(torch.autograd.Function):  # type: ignore[misc,name-defined]
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                del ctx
+                return x * 2
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                del ctx, grad
+                raise ValueError("a backward function raised")
+
+        _FUNCTIONS.update(slow=Slow, boom=Boom)
+    return _FUNCTIONS
+
+
+def slow(t: Any) -> Any:
+    """Worker 2's UDF: its backward takes 1 s."""
+    return _functions()["slow"].apply(t)
+
+
+def boom(t: Any) -> Any:
+    """Worker 1's UDF: its backward raises."""
+    return _functions()["boom"].apply(t)
+
+
+def backward_error(knobs: dict[str, float]) -> Facts:
+    """One context, p sent to w2 (slow backward) and w1 (raising backward), FAST backward:
+    what backward does, and every worker's counters in the block and after the release."""
+    torch, rpc, dist_autograd = _torch()
+
+    def snapshot() -> list[JsonValue]:
+        return [autograd_info(), *(rpc.rpc_sync(f"w{r}", autograd_info) for r in (1, 2))]
+
+    p = torch.ones(2, requires_grad=True)
+    facts: Facts = {}
+    with dist_autograd.context() as ctx_id:
+        y2 = rpc.rpc_sync("w2", slow, (p,))
+        y1 = rpc.rpc_sync("w1", boom, (p,))
+        facts["backward"] = _outcome(lambda: dist_autograd.backward(ctx_id, [(y1 + y2).sum()]))
+        facts["right_after"] = snapshot()
+        time.sleep(knobs["in_block"])
+        facts["in_block"] = snapshot()
+    time.sleep(knobs["after_release"])
+    facts["after_release"] = snapshot()
+    return facts
+
+
 PROGRAMS: Final[dict[str, Callable[[dict[str, float]], Facts]]] = {
     "late_remote_leak": late_remote_leak,
     "fetch_after_delete": fetch_after_delete,
     "fork_request_exhausted": fork_request_exhausted,
+    "self_remote_timeout": self_remote_timeout,
     "late_answer": late_answer,
     "timed_out_call": timed_out_call,
     "fast_unused_send": fast_unused_send,
+    "backward_error": backward_error,
 }

@@ -90,6 +90,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _errors(text: str) -> list[str]:
+    """The lines of a worker's stderr that report an error (torch's asserts, a terminate)."""
+    keys = ("terminate", "what()", "Error", "error", "ASSERT")
+    return [
+        ln[:300]
+        for ln in text.splitlines()
+        if any(k in ln for k in keys) and not ln.startswith(("frame #", "  File"))
+    ]
+
+
 def run_program(
     program: str, plan: FaultPlan, *, world: int = 2, limit: float = 90.0
 ) -> Observation:
@@ -133,15 +143,10 @@ def run_program(
         for proc in procs:
             proc.kill()
             proc.wait()
-    others = {}
+    others: dict[int, list[str]] = {}
     for rank, log in logs.items():
         log.seek(0)
-        others[rank] = [
-            ln[:300]
-            for ln in log.read().splitlines()
-            if any(k in ln for k in ("terminate", "what()", "Error", "error"))
-            and not ln.startswith("frame #")
-        ]
+        others[rank] = _errors(log.read())
         log.close()
     seconds = time.monotonic() - started
     lines = [line for line in out.splitlines() if line.startswith(_MARK)]
@@ -154,5 +159,6 @@ def run_program(
             seconds=seconds,
         )
     facts = json.loads(lines[-1][len(_MARK) :])
-    facts["errors_logged"] = {f"w{r}": errs[:4] for r, errs in others.items() if errs}
+    others[0] = _errors(err)
+    facts["errors_logged"] = {f"w{r}": errs[:4] for r, errs in sorted(others.items()) if errs}
     return Observation(program=program, torch=version, facts=facts, seconds=seconds)

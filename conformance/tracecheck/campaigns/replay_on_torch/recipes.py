@@ -143,6 +143,65 @@ def _stranded_symptom(facts: Facts) -> str | None:
     return None
 
 
+def _self_remote_plan(steps: Sequence[Step]) -> dict[str, Any] | str:
+    if (
+        not steps
+        or "PYTHON_REMOTE_CALL" not in steps[0].sent
+        or "selfCalls" not in steps[0].changed
+    ):
+        return "the counterexample does not start with an rpc.remote to self"
+    if first_taken(steps, "PYTHON_REMOTE_CALL") is not None:
+        return "the counterexample runs the self call before the timeout"
+    # the self call is kept unpickling past the timeout: the agent's delay would hold the
+    # calling thread, and the timeout with it
+    return {"knobs": {"remote_timeout": 0.3, "unpickle_seconds": 1.5}}
+
+
+def _self_owner_assert(facts: Facts) -> str | None:
+    logged = _get(facts, "errors_logged", "w0") or []
+    hit = next((ln for ln in logged if "Expected OwnerRRef" in ln), None)
+    if hit is None:
+        return None
+    return f"the delayed self call asserts after the timeout erased its owner: {hit.strip()[:200]}"
+
+
+def _backward_error_plan(steps: Sequence[Step]) -> dict[str, Any] | str:
+    if not any(s.action == "BackwardError" for s in steps):
+        return "the counterexample has no backward function raising (no BackwardError)"
+    return {"knobs": {"in_block": 3.0, "after_release": 2.0}}
+
+
+def _running(snapshot: Any) -> int:
+    return sum(int(w["num_current_backward_passes"]) for w in snapshot or [])
+
+
+def _raised_while_running(facts: Facts) -> str | None:
+    raised = _get(facts, "backward")
+    if (
+        isinstance(raised, str)
+        and raised.startswith("raised")
+        and _running(_get(facts, "right_after"))
+    ):
+        return (
+            f"backward {raised.removeprefix('raised: ')!r} while another worker's graph task of "
+            f"the failed pass still runs ({_running(_get(facts, 'right_after'))} running)"
+        )
+    return None
+
+
+def _pass_outlives_context(facts: Facts) -> str | None:
+    after = _get(facts, "after_release")
+    if _raised_while_running(facts) is None or not after:
+        return None
+    held = sum(int(w["num_autograd_contexts"]) for w in after)
+    if held == 0 and _running(after) > 0:
+        return (
+            f"hang: 2 s after the release no worker holds the context, yet {_running(after)} "
+            "backward passes of the failed pass still run (num_current_backward_passes)"
+        )
+    return None
+
+
 def _exhausted_plan(steps: Sequence[Step]) -> dict[str, Any] | str:
     lost = first_taken(steps, "RREF_FORK_REQUEST")
     accepted = first_taken(steps, "RREF_CHILD_ACCEPT")
@@ -288,7 +347,9 @@ RECIPES: Final[dict[str, Recipe]] = {
         "needs a retried RREF_FORK_REQUEST delivered twice, the copy after the delete: the agent "
         "fails a send before it leaves (no copy arrives) and cannot duplicate a delivered one"
     ),
-    "MCRRef_pytorch71029": NotReplayed(_NO_PROGRAM + " (self-remote timeout)"),
+    "MCRRef_pytorch71029": RpcReplay(
+        "self_remote_timeout", _self_remote_plan, _self_owner_assert, world=1
+    ),
     "MCRRef_pytorch_unforkedOwner": NotReplayed(_NO_PROGRAM),
     "MCRRef_pytorch_selfShare": NotReplayed(_NO_PROGRAM),
     "MCRRef_pytorch_unknownError": NotReproducible(
@@ -335,11 +396,11 @@ RECIPES: Final[dict[str, Recipe]] = {
         "process (docs: observed by hand with SIGSTOP)"
     ),
     "MCDistAutograd_pytorchFastUnusedSend": RpcReplay("fast_unused_send", _fast_plan, _fast_hang),
-    "MCDistAutograd_pytorchBackwardError": NotReplayed(
-        _NO_PROGRAM + " (spec/autograd/torch_backward_error.py shows it by hand)"
+    "MCDistAutograd_pytorchBackwardError": RpcReplay(
+        "backward_error", _backward_error_plan, _raised_while_running, world=3
     ),
-    "MCDistAutograd_pytorchBackwardErrorHang": NotReplayed(
-        _NO_PROGRAM + " (spec/autograd/torch_backward_error.py shows it by hand)"
+    "MCDistAutograd_pytorchBackwardErrorHang": RpcReplay(
+        "backward_error", _backward_error_plan, _pass_outlives_context, world=3
     ),
     "MCDistAutograd_pytorchRetryAfterError": NotReplayed(_NO_PROGRAM),
     "MCDistAutograd_notesDrainFix": NotReproducible(
