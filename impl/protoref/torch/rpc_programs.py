@@ -137,9 +137,9 @@ def self_remote_timeout(knobs: dict[str, float]) -> Facts:
     rref = rpc.remote(
         "w0", identity, args=(SlowToUnpickle(knobs["unpickle_seconds"]),), timeout=timeout
     )
-    seen = _outcome(rref.to_here)
-    time.sleep(knobs["unpickle_seconds"] + 3.0)  # the self call has been unpickled and run
-    return {"to_here": seen, "owner": rref_info()}
+    # to_here only after the self call ran: a self RRef's to_here waits on the erased owner
+    time.sleep(knobs["unpickle_seconds"] + 3.0)
+    return {"to_here": _outcome(rref.to_here), "owner": rref_info()}
 
 
 # -- RRef: a fetch that reaches the owner after the delete (#40141 family) ---------------------

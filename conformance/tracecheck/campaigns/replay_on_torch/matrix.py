@@ -62,15 +62,22 @@ def _row(venv: Path, campaign: str, runs: int) -> tuple[str, str, str]:
     except ValueError:
         tail = " ".join(done.stderr.strip().splitlines()[-1:])[:120]
         return version, campaign, f"no result (exit {done.returncode}: {tail})"
-    outcomes = [str(r.get("outcome")) for r in body.get("runs", [])]
+    runs = body.get("runs", [])
+    outcomes = [str(r.get("outcome")) for r in runs]
     accepted = outcomes.count("accepted")
     known = outcomes.count("known-defect")
     rejected = len(outcomes) - accepted - known
+    which = [
+        f"{r.get('scenario')} seed {r.get('seed')}: {str(r.get('detail', ''))[:100]}"
+        for r in runs
+        if r.get("outcome") not in ("accepted", "known-defect")
+    ]
     return (
         version,
         campaign,
         f"{accepted} accepted / {known} known defect / {rejected} rejected "
-        f"({len(outcomes)} runs, {seconds:.0f} s)",
+        f"({len(outcomes)} runs, {seconds:.0f} s)"
+        + (f"; rejected: {'; '.join(which)}" if which else ""),
     )
 
 

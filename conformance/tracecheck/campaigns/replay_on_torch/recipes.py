@@ -166,8 +166,10 @@ def _self_owner_assert(facts: Facts) -> str | None:
 
 
 def _backward_error_plan(steps: Sequence[Step]) -> dict[str, Any] | str:
-    if not any(s.action == "BackwardError" for s in steps):
-        return "the counterexample has no backward function raising (no BackwardError)"
+    # TLC labels the raise by its disjunct of Next (FaultNext), after the pass started
+    start = next((i for i, s in enumerate(steps) if s.action == "DistEngineExecute"), None)
+    if start is None or not any(s.action in ("BackwardError", "FaultNext") for s in steps[start:]):
+        return "the counterexample has no backward function raising during a pass"
     return {"knobs": {"in_block": 3.0, "after_release": 2.0}}
 
 
