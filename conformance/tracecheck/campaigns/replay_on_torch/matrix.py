@@ -62,14 +62,14 @@ def _row(venv: Path, campaign: str, runs: int) -> tuple[str, str, str]:
     except ValueError:
         tail = " ".join(done.stderr.strip().splitlines()[-1:])[:120]
         return version, campaign, f"no result (exit {done.returncode}: {tail})"
-    runs = body.get("runs", [])
-    outcomes = [str(r.get("outcome")) for r in runs]
+    results: list[dict[str, object]] = body.get("runs", [])
+    outcomes = [str(r.get("outcome")) for r in results]
     accepted = outcomes.count("accepted")
     known = outcomes.count("known-defect")
     rejected = len(outcomes) - accepted - known
     which = [
         f"{r.get('scenario')} seed {r.get('seed')}: {str(r.get('detail', ''))[:100]}"
-        for r in runs
+        for r in results
         if r.get("outcome") not in ("accepted", "known-defect")
     ]
     return (
