@@ -43,14 +43,26 @@ deps: ## optional: a system JDK and etcd with apt-get (without them the venv's j
 	$(SUDO)apt-get update -qq
 	$(SUDO)env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_DEPS)
 
-TORCH_STAMP := $(VENV)/.torch-stamp
+# TORCH=2.13.0 (default, CI: the CPU wheel) or another release of 2.13 to 2.15. A machine whose
+# pip configuration caps torch (a constraint file) installs another release with
+# TORCH_PIP_ENV=PIP_CONFIG_FILE=/dev/null (pip then reads no configuration file), into its own
+# venv: make torch TORCH=2.15.0 VENV=../venvs/torch215 TORCH_PIP_ENV=PIP_CONFIG_FILE=/dev/null
+TORCH ?= 2.13.0
+TORCH_PIP_ENV ?=
+TORCH_STAMP := $(VENV)/.torch-$(TORCH)-stamp
 $(TORCH_STAMP): $(STAMP)
-	PYTHONWARNINGS='ignore:Editable installation' \
-	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]'
+	PYTHONWARNINGS='ignore:Editable installation' $(TORCH_PIP_ENV) \
+	  $(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[torch]' 'torch==$(TORCH)'
 	@touch $@
 
 .PHONY: torch
-torch: $(TORCH_STAMP) ## add torch 2.13 (CPU): the torchrun backend's tests run real torchrun agents
+torch: $(TORCH_STAMP) ## add torch $(TORCH) (2.13.0 CPU by default): the torchrun tests run real torchrun agents
+
+# Each venv of TORCH_VENVS holds the project and one torch release (make torch TORCH=... VENV=...).
+TORCH_VENVS ?= $(VENV)
+.PHONY: torch-matrix
+torch-matrix: setup ## every torch campaign on each venv of TORCH_VENVS: the table in docs/torch-matrix.md
+	$(BIN)/python -m tracecheck.campaigns.replay_on_torch.matrix --out docs/torch-matrix.md $(TORCH_VENVS)
 
 .PHONY: check
 check: setup tools ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)
@@ -72,7 +84,9 @@ test: setup torch tools lint ## lint, type-check, then run the test suite (real 
 lint: setup ## ruff and mypy --strict on impl/, conformance/ and the spec folders' scripts
 	$(BIN)/ruff check impl conformance tests spec benches examples
 	$(BIN)/ruff format --check impl conformance tests spec benches examples
-	$(BIN)/mypy impl/protoref conformance/tracecheck conformance/traceformat benches examples $(wildcard spec/*/*.py)
+	@# examples/torch-repros/ are left out: standalone torch-only programs for upstream reports,
+	@# written as a torch user writes them (untyped), and torch itself is not followed by mypy
+	$(BIN)/mypy impl/protoref conformance/tracecheck conformance/traceformat benches $(wildcard examples/*.py) $(wildcard spec/*/*.py)
 
 .PHONY: conformance
 conformance: setup ## a larger conformance campaign: 200 seeded RRef runs through the checker

@@ -84,9 +84,9 @@ def torch_version() -> str:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         version = ""
-    if version.startswith("2.13."):
+    if version.startswith(("2.13.", "2.14.", "2.15.")):
         return version
-    problem = f"torch {version} is not 2.13" if version else "torch is not installed"
+    problem = f"torch {version} is not 2.13 to 2.15" if version else "torch is not installed"
     if os.environ.get("PROTOREF_SKIP_TORCH") == "1":
         pytest.skip(f"PROTOREF_SKIP_TORCH=1: torchrun tests not run ({problem})")
     pytest.fail(f"the torchrun tests need torch 2.13: {problem}; {TORCH_INSTALL_HINT}")

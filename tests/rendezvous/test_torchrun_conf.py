@@ -106,3 +106,23 @@ def test_etcd_settings_on_a_file_store_are_refused(tmp_path: Path) -> None:
     pem.write_text("x", encoding="utf-8")
     with pytest.raises(TorchrunConfigError, match="file store, not etcd"):
         _parse(f"file:{tmp_path}", {"etcd_ca_cert": str(pem)})
+
+
+@pytest.mark.parametrize(("raw", "kept"), [("0.5", 0.5), ("0", 0.0), (2, 2.0)])
+def test_torch_215_cas_backoff_is_accepted_and_kept(
+    tmp_path: Path, raw: object, kept: float
+) -> None:
+    cfg = parse_config(
+        f"file:{tmp_path}",
+        run_id="j",
+        min_nodes=1,
+        max_nodes=2,
+        conf={"cas_backoff_max_seconds": raw},
+    )
+    assert cfg.cas_backoff_max_seconds == kept
+
+
+@pytest.mark.parametrize("raw", ["-1", "inf", "nan", "soon"])
+def test_a_bad_cas_backoff_is_refused_as_torch_215_refuses_it(tmp_path: Path, raw: str) -> None:
+    with pytest.raises(TorchrunConfigError, match="cas_backoff_max_seconds"):
+        _parse(f"file:{tmp_path}", {"cas_backoff_max_seconds": raw})

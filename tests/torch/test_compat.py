@@ -1,4 +1,4 @@
-"""torch absent or not 2.13: a typed error with what to do, and the campaign's own exit code."""
+"""torch absent or not 2.13 to 2.15: a typed error with what to do, and the exit code 3."""
 
 from __future__ import annotations
 
@@ -31,13 +31,22 @@ def test_absent_torch_is_a_typed_error_with_the_install_hint(
         require_torch()
 
 
-@pytest.mark.parametrize("version", ["2.12.1+cpu", "2.14.0", "unknown"])
+@pytest.mark.parametrize("version", ["2.12.1+cpu", "2.16.0", "unknown"])
 def test_another_torch_is_refused_by_version(monkeypatch: pytest.MonkeyPatch, version: str) -> None:
     monkeypatch.setattr(compat, "torch_version", lambda: version)
     with pytest.raises(
-        TorchUnavailableError, match=rf"torch {re.escape(version)} is installed; .* 2\.13 only"
+        TorchUnavailableError,
+        match=rf"torch {re.escape(version)} is installed; .* 2\.13, 2\.14, 2\.15 only",
     ):
         require_torch()
+
+
+@pytest.mark.parametrize("version", ["2.13.0+cpu", "2.14.1", "2.15.0"])
+def test_the_three_releases_pass_the_version_gate(
+    monkeypatch: pytest.MonkeyPatch, version: str
+) -> None:
+    monkeypatch.setattr(compat, "torch_version", lambda: version)
+    assert require_torch().__name__.endswith("dynamic_rendezvous")
 
 
 def test_the_campaign_without_torch_says_so_and_exits_3(

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 from rich.markup import escape
 
+from tracecheck.campaigns.replay_on_torch.command import add_replay_on_torch
 from tracecheck.cli import models, tlc, validation
 from tracecheck.cli.common import make_console, spec_root_of
 from tracecheck.errors import TracecheckError
@@ -111,4 +112,5 @@ def _parser() -> argparse.ArgumentParser:
     tlc.add_toolchain(sub)
     validation.add_simtraces(sub)
     validation.add_contract(sub)
+    add_replay_on_torch(sub)
     return parser

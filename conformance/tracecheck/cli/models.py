@@ -24,6 +24,7 @@ from tracecheck.campaigns.bench import (
     write_block,
     write_marked,
 )
+from tracecheck.campaigns.replay_on_torch.run import torch_column
 from tracecheck.cli.common import (
     SPEC_ROOT_HELP,
     got,
@@ -348,7 +349,7 @@ def _cmd_bench(args: argparse.Namespace, console: Console) -> int:
 def _cmd_docs(args: argparse.Namespace, console: Console) -> int:
     args.out = _docs_file(args, "models.md")
     manifest = load_manifest(args.spec_root)
-    text = models_markdown(manifest) + teeth_markdown(manifest)
+    text = models_markdown(manifest, torch_column(args.spec_root)) + teeth_markdown(manifest)
     args.out.write_text(text, encoding="utf-8")
     console.print(f"wrote {args.out}")
     return 0

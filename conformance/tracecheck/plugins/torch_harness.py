@@ -16,11 +16,13 @@ from protoref.torch.processes import PROCESS_SCENARIOS, run_processes
 from protoref.torch.scenarios import SCENARIOS
 
 __all__ = [
+    "DEFECT_SCENARIOS",
     "PYTORCH_111646",
     "RANK_WORLD",
     "TorchUnavailableError",
     "require_torch",
     "run",
+    "run_scenario",
     "scenario_names",
     "torch_version",
 ]

@@ -11,7 +11,7 @@ whenever a spec is edited, and the manifest is re-recorded with ``tracecheck che
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -342,8 +342,11 @@ def record_results(manifest: Manifest, checks: list[ModelCheck]) -> list[Path]:
     return written
 
 
-def models_markdown(manifest: Manifest) -> str:
-    """The manifest as one Markdown table per protocol (docs/models.md is generated from it)."""
+def models_markdown(manifest: Manifest, on_torch: Mapping[str, str] | None = None) -> str:
+    """The manifest as one Markdown table per protocol (docs/models.md is generated from it);
+    ``on_torch``: model -> its replay on torch (``tracecheck replay-on-torch``), a last column."""
+    torch_col = on_torch is not None
+    on_torch = on_torch or {}
     lines = [
         "# Models",
         "",
@@ -355,8 +358,9 @@ def models_markdown(manifest: Manifest) -> str:
             "",
             f"## {protocol}",
             "",
-            "| model | class | expected | distinct | depth | s | what it checks |",
-            "|---|---|---|---:|---:|---:|---|",
+            "| model | class | expected | distinct | depth | s | what it checks |"
+            + (" on torch |" if torch_col else ""),
+            "|---|---|---|---:|---:|---:|---|" + ("---|" if torch_col else ""),
         ]
         for m in pm.models:
             expected = f"{m.expect.value} `{m.violates}`" if m.violates else m.expect.value
@@ -368,5 +372,6 @@ def models_markdown(manifest: Manifest) -> str:
             about = m.description + (f" ({m.issue})" if m.issue else "")
             lines.append(
                 f"| `{m.name}` | {m.klass} | {expected} | {' | '.join(figures)} | {about} |"
+                + (f" {on_torch.get(m.name, '')} |" if torch_col else "")
             )
     return "\n".join(lines) + "\n"

@@ -72,6 +72,17 @@ def _ignored(key: str, raw: object) -> None:
     return None
 
 
+def _backoff(key: str, raw: object) -> float:
+    """torch 2.15's ``cas_backoff_max_seconds``: finite and non-negative, as 2.15 checks it."""
+    try:
+        value = float(str(raw))
+    except ValueError:
+        raise TorchrunConfigError(f"--rdzv-conf {key}={raw!r}: not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise TorchrunConfigError(f"--rdzv-conf {key}={raw!r}: must be finite and non-negative")
+    return value
+
+
 #: Every key ``--rdzv-conf`` may carry, with its reader. The timeouts and keep-alive settings
 #: are torch's ``create_handler``'s (same names, same defaults); ``read_timeout`` bounds the
 #: agent store's TCPStore operations and the wait for rank 0 to publish it (torch's c10d
@@ -90,6 +101,10 @@ CONF_KEYS: Final[dict[str, Callable[[str, object], object]]] = {
     "etcd_key": _path,
     "etcd_user": _text,
     "timeout": _ignored,  # launch_agent's legacy default; torch's dynamic handler ignores it
+    # torch 2.15's opt-in random sleep after a lost compare-and-set: accepted (a torchrun
+    # command line written for 2.15 keeps working) and kept in the config; our handler does not
+    # sleep, since the back-off changes no decision (docs/divergences.md, 2026-12-01)
+    "cas_backoff_max_seconds": _backoff,
 }
 
 _SETTINGS: Final = (
@@ -116,6 +131,8 @@ class TorchrunConfig:
     etcd_key: str | None = None
     etcd_user: str | None = None
     etcd_password: str | None = None
+    #: torch 2.15's back-off bound, accepted and kept; our handler does not sleep on it
+    cas_backoff_max_seconds: float = 0.0
 
 
 def _store_url(endpoint: str) -> str:
@@ -214,4 +231,5 @@ def parse_config(
         etcd_key=opt("etcd_key"),
         etcd_user=opt("etcd_user"),
         etcd_password=password,
+        cas_backoff_max_seconds=float(str(values.get("cas_backoff_max_seconds", 0.0))),
     )
