@@ -141,3 +141,39 @@ def test_a_rejection_at_line_3_reads_three_lines(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError) as again:
         load_trace(long)
     assert again.value.line == 3
+
+
+def test_a_long_file_rejected_near_its_start_is_decided_on_a_prefix(tmp_path: Path) -> None:
+    from tracecheck.plugins.rref import simulate  # noqa: PLC0415 - only this test runs one
+    from tracecheck.protocols.rref import RREF  # noqa: PLC0415
+    from tracecheck.replay.validate import validate_files  # noqa: PLC0415
+
+    spec_root = ROOT / "spec"
+    good = tmp_path / "good.ndjson"
+    simulate(7, 200, good)
+    lines = good.read_text(encoding="utf-8").splitlines()
+    assert len(lines) > 2 * 40 + 1
+    # an early event logs a wrong post-state, and the file ends in a line that is no JSON
+    at = next(i for i in range(1, 30) if "nextId" in orjson.loads(lines[i]).get("post", {}))
+    event = orjson.loads(lines[at])
+    event["post"]["nextId"] += 5
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(
+        "\n".join([*lines[:at], orjson.dumps(event).decode(), *lines[at + 1 :]]).encode()
+        + b"\n{not json\n"
+    )
+    traces, report = validate_files([bad], RREF, spec_root, explain=False, probe_events=40)
+    (verdict,) = report.verdicts
+    assert not verdict.accepted
+    assert verdict.rejection is not None
+    assert verdict.rejection.line == at + 1
+    assert len(traces[0].events) == 40  # the prefix: the rest of the file was not read
+    # checked whole (no probe), the same file is a format error at its last line
+    with pytest.raises(TraceFormatError) as caught:
+        validate_files([bad], RREF, spec_root, explain=False)
+    assert caught.value.line == len(lines) + 1
+    # and a long file the spec accepts is checked whole after its prefix
+    traces, report = validate_files([good], RREF, spec_root, explain=False, probe_events=40)
+    assert report.all_accepted
+    assert len(traces[0].events) == len(lines) - 2  # (the header and the end line)
+    assert report.tlc_runs >= 2

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from support.ledger import GOOD, event, header
@@ -225,6 +225,7 @@ def _python_conflates_elements(value: object) -> bool:
     return False
 
 
+@settings(deadline=None)  # (no wall-clock bound: a loaded machine is no failure)
 @given(_JSON)
 def test_the_fast_renderer_writes_what_the_general_one_writes(value: object) -> None:
     # (both refuse a string TLA+ cannot hold, with the same error: a control character)

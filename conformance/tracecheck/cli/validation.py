@@ -28,7 +28,10 @@ from tracecheck.runner.toolchain import toolchain
 from tracecheck.traces.load import load_trace, merge_traces, peek_trace
 from tracecheck.traces.source import IDLE_SECONDS
 
-__all__ = ["add_campaign", "add_contract", "add_simtraces", "add_validate"]
+__all__ = ["PROBE_EVENTS", "add_campaign", "add_contract", "add_simtraces", "add_validate"]
+
+#: ``validate --probe``'s default: a long file's first this many events are checked first.
+PROBE_EVENTS = 2_000
 
 
 def add_validate(sub: Any) -> None:
@@ -63,6 +66,14 @@ def add_validate(sub: Any) -> None:
         default=IDLE_SECONDS,
         metavar="SECONDS",
         help=f"how long a pipe or FIFO given as a trace may stay silent (default {IDLE_SECONDS:g})",
+    )
+    validate.add_argument(
+        "--probe",
+        type=positive("--probe", least=0),
+        default=PROBE_EVENTS,
+        metavar="N",
+        help="check a file of more than 2N events on its first N first: a rejection there "
+        f"is its verdict, the rest unread (default {PROBE_EVENTS:,}; 0: off)",
     )
     validate.set_defaults(func=_cmd_validate)
 
@@ -151,7 +162,12 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
         )
     else:  # each file read as its chunk comes, while TLC checks the previous ones
         traces, report = validate_files(
-            peeks, mapping, args.spec_root, explain=explain, explain_limit=args.explain
+            peeks,
+            mapping,
+            args.spec_root,
+            explain=explain,
+            explain_limit=args.explain,
+            probe_events=args.probe or None,
         )
     coverage = action_coverage(report, mapping, args.spec_root)
     witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None

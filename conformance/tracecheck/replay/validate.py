@@ -94,19 +94,86 @@ def validate_files(
     explain_limit: int | None = None,
     options: TLCOptions | None = None,
     simulate: bool = True,
+    probe_events: int | None = None,
 ) -> tuple[list[Trace], ValidationReport]:
     """:func:`validate_traces` on trace files, each loaded just before its chunk is rendered:
     TLC checks the first chunk while the next files are read (their headers and line counts,
     read first, are what batching needs). The loaded traces come back with the report; a
     malformed file is the same TraceFormatError as from :func:`tracecheck.traces.load.load_trace`.
     A file already peeked at (:func:`tracecheck.traces.load.peek_trace`) may be passed as its peek.
+
+    ``probe_events``: a file of more than twice that many events is first checked on its first
+    ``probe_events`` events alone (only those lines are read); if the spec or a claim rejects
+    that prefix, the rejection is the file's verdict (a behaviour that explains the whole
+    trace explains its prefix, and a prefix says nothing of a finished run's end), and the
+    rest of the file is never read, rendered or given to TLC; an accepted prefix sends the
+    file on to be checked whole. So a rejection near the start of a long file costs what the
+    prefix costs. The returned trace of a file decided so is its prefix.
     """
     started = time.monotonic()
     peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]
-    # (a pipe, FIFO or device was read whole to be peeked at: its trace is in the peek)
-    sources = [_Source(str(p.path), p.header, p.lines, trace=p.trace, path=p.path) for p in peeks]
     explain_at_most = explain_limit if explain else 0
-    return _validate(sources, mapping, spec_root, started, explain_at_most, options, simulate)
+    decided: dict[int, tuple[Trace, TraceVerdict]] = {}
+    first: ValidationReport | None = None
+    if probe_events:
+        long = [i for i, p in enumerate(peeks) if p.lines > 2 * probe_events]
+        if long:
+            prefixes = [_first_events(peeks[i], probe_events) for i in long]
+            probed = [_Source(t.source, t.header, len(t.events), trace=t) for t in prefixes]
+            shown, first = _validate(
+                probed, mapping, spec_root, started, explain_at_most, options, simulate
+            )
+            for i, trace, verdict in zip(long, shown, first.verdicts, strict=True):
+                if not verdict.accepted:
+                    decided[i] = (trace, verdict)
+    rest = [i for i in range(len(peeks)) if i not in decided]
+    # (a pipe, FIFO or device was read whole to be peeked at: its trace is in the peek)
+    sources = [
+        _Source(str(p.path), p.header, p.lines, trace=p.trace, path=p.path)
+        for p in (peeks[i] for i in rest)
+    ]
+    traces, report = _validate(
+        sources, mapping, spec_root, started, explain_at_most, options, simulate
+    )
+    if first is None:
+        return traces, report
+    return _merged(len(peeks), rest, traces, report, decided, first, started)
+
+
+def _first_events(peek: TracePeek, events: int) -> Trace:
+    """The first ``events`` events of a peeked file (read from the file, or cut from the trace
+    a stream's peek holds)."""
+    if peek.trace is not None:
+        return _prefix(peek.trace, events)
+    return load_trace(peek.path, max_events=events)
+
+
+def _merged(  # noqa: PLR0917 - the two runs of validate_files and what they decided
+    count: int,
+    rest: Sequence[int],
+    traces: Sequence[Trace],
+    report: ValidationReport,
+    decided: dict[int, tuple[Trace, TraceVerdict]],
+    first: ValidationReport,
+    started: float,
+) -> tuple[list[Trace], ValidationReport]:
+    """The files' traces and verdicts in their order: those decided on their prefix, and the
+    others from the whole run; the figures of both runs together."""
+    whole = dict(zip(rest, zip(traces, report.verdicts, strict=True), strict=True))
+    pairs = [decided[i] if i in decided else whole[i] for i in range(count)]
+    seconds = time.monotonic() - started
+    events = report.events + sum(len(t.events) for t, _ in decided.values())
+    return [t for t, _ in pairs], report.model_copy(
+        update={
+            "verdicts": [v for _, v in pairs],
+            "tlc_runs": report.tlc_runs + first.tlc_runs,
+            "simulated": report.simulated + first.simulated,
+            "distinct_states": report.distinct_states + first.distinct_states,
+            "events": events,
+            "seconds": seconds,
+            "rate": events / seconds if seconds else 0.0,
+        }
+    )
 
 
 class _Source:

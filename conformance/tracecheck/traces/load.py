@@ -98,8 +98,12 @@ def _problem(exc: ValidationError) -> str:
     return f"field {field}: {first['msg']}"
 
 
-def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
-    """Parse a whole trace; the header must come first and events must follow per-node order."""
+def parse_trace_lines(
+    lines: Iterable[str], source: str = "<trace>", *, max_events: int | None = None
+) -> Trace:
+    """Parse a whole trace; the header must come first and events must follow per-node order.
+    With ``max_events``, only the trace's first that many events (as a run that did not say
+    it finished): the lines after them are not read."""
     header: TraceHeader | None = None
     events: list[TraceEvent] = []
     numbers: list[int] = []
@@ -139,6 +143,8 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>") -> Trace:
         last_seq[event.node] = event.seq
         events.append(event)
         numbers.append(number)
+        if len(events) == max_events:
+            break
     if header is None:
         raise TraceFormatError(source, None, "empty trace: no header line")
     if not events:
@@ -320,14 +326,16 @@ def _named(name: str) -> bool:
     return True
 
 
-def load_trace(path: Path, *, idle: float = IDLE_SECONDS) -> Trace:
-    """Read one trace file (see :func:`parse_trace_lines`), streamed: each line is parsed as
-    it is read, so a malformed line k stops the read there (a pipe, FIFO or device is read as
-    :mod:`tracecheck.traces.source` says, its waits bounded by ``idle`` seconds)."""
+def load_trace(path: Path, *, idle: float = IDLE_SECONDS, max_events: int | None = None) -> Trace:
+    """Read one trace file (see :func:`parse_trace_lines`, and ``max_events`` there), streamed:
+    each line is parsed as it is read, so a malformed line k stops the read there (a pipe,
+    FIFO or device is read as :mod:`tracecheck.traces.source` says, its waits bounded by
+    ``idle`` seconds)."""
     source = str(path)
     with open_trace(path, idle) as file, paused_gc(keep=True):
         try:
-            return parse_trace_lines(trace_lines(file, source), source)
+            lines = trace_lines(file, source)
+            return parse_trace_lines(lines, source, max_events=max_events)
         except OSError as exc:
             raise TraceFormatError(source, None, f"cannot read: {exc.strerror}") from exc
 
