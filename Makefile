@@ -75,9 +75,9 @@ test: need-test-tools setup torch lint ## lint, type-check, then run the test su
 
 .PHONY: lint
 lint: setup ## ruff and mypy --strict on impl/, conformance/ and the spec folders' scripts
-	$(BIN)/ruff check impl conformance tests spec
-	$(BIN)/ruff format --check impl conformance tests spec
-	$(BIN)/mypy impl/protoref conformance/tracecheck $(wildcard spec/*/*.py)
+	$(BIN)/ruff check impl conformance tests spec benches examples
+	$(BIN)/ruff format --check impl conformance tests spec benches examples
+	$(BIN)/mypy impl/protoref conformance/tracecheck benches examples $(wildcard spec/*/*.py)
 
 .PHONY: conformance
 conformance: setup ## a larger conformance campaign: 200 seeded RRef runs through the checker
@@ -86,10 +86,10 @@ conformance: setup ## a larger conformance campaign: 200 seeded RRef runs throug
 .PHONY: bench
 bench: setup torch ## deep models vs TLC's ceiling, trace validation, RRef simulator and runtime, rendezvous vs torch 2.13 -> docs/performance.md
 	$(TRACECHECK) bench --workers auto
-	$(BIN)/python -m protoref.rref.bench --out docs/performance.md
-	$(BIN)/python -m protoref.rref.runtime.bench --out docs/performance.md
+	$(BIN)/python -m benches.rref_sim --out docs/performance.md
+	$(BIN)/python -m benches.rref_runtime --out docs/performance.md
 	$(BIN)/python -m protoref.rendezvous.bench --out docs/performance.md
-	$(BIN)/python -m protoref.autograd.bench --out docs/performance.md
+	$(BIN)/python -m benches.autograd --out docs/performance.md
 
 .PHONY: docs
 docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef diagrams, autograd steps)

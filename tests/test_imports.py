@@ -237,3 +237,140 @@ def test_no_circle_no_report(tmp_path: Path) -> None:
     graph = import_graph("pkg", folder)
     assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": set()}
     assert cycles(graph) == []
+
+
+# --- the RPC base layer imports no protocol (issue 25) ------------------------------------------
+
+#: The protocols, each a slice of the implementation; the RPC layer below them knows none.
+PROTOCOLS = ("protoref.rref", "protoref.autograd", "protoref.rendezvous")
+
+
+def protocol_imports(folder: Path, package: str, base: str) -> list[str]:
+    """``module -> protocol`` for every import of a protocol by a module of ``base`` (a
+    sub-package of ``package``), including an import by name (``importlib.import_module`` or
+    ``__import__`` of a string constant): a plug-in found by configuration is not an import."""
+    found: list[str] = []
+    modules = _modules(package, folder)
+    for name, path in modules.items():
+        if name != base and not name.startswith(base + "."):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Call):
+                targets = [
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                ]
+            for target in targets:
+                hit = next(
+                    (p for p in PROTOCOLS if target == p or target.startswith(p + ".")), None
+                )
+                if hit is not None:
+                    found.append(f"{name} -> {target}")
+    return sorted(set(found))
+
+
+def test_rpc_imports_no_protocol() -> None:
+    assert (SCOPE["protoref"] / "rpc" / "agent.py").is_file()
+    found = protocol_imports(SCOPE["protoref"], "protoref", "protoref.rpc")
+    assert not found, f"protoref.rpc imports a protocol: {found}"
+
+
+def test_a_protocol_import_by_the_base_layer_is_found(tmp_path: Path) -> None:
+    folder = tmp_path / "protoref"
+    for name, text in {
+        "__init__.py": "",
+        "rpc/__init__.py": "from protoref.rpc import agent\n",
+        "rpc/agent.py": "import importlib\n\ndef f() -> None:\n    from protoref.rref import x\n",
+        "rpc/wire.py": "import importlib\nimportlib.import_module('protoref.autograd.node')\n",
+        "rpc/ok.py": "from protoref.rpc import agent\nfrom protoref import errors\n",
+        "rref/__init__.py": "from protoref.rpc import agent\n",
+    }.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    assert protocol_imports(folder, "protoref", "protoref.rpc") == [
+        "protoref.rpc.agent -> protoref.rref",
+        "protoref.rpc.agent -> protoref.rref.x",
+        "protoref.rpc.wire -> protoref.autograd.node",
+    ]
+
+
+# --- one template per protocol slice (docs/architecture.md) --------------------------------------
+
+#: The sub-packages of every slice of the implementation (rendezvous: adapters/ instead of or
+#: beside runtime/).
+SLICE_PARTS = ("core", "trace", "sim")
+
+
+def template_problems(root: Path, protocol: str) -> list[str]:
+    """What the slice ``protocol`` lacks of the template, or has outside it (empty: conforms)."""
+    problems: list[str] = []
+    impl = root / "impl" / "protoref" / protocol
+    for part in SLICE_PARTS:
+        if not (impl / part / "__init__.py").is_file():
+            problems.append(f"impl/protoref/{protocol}/{part}/ is not a package")
+    if not any((impl / part / "__init__.py").is_file() for part in ("runtime", "adapters")):
+        problems.append(f"impl/protoref/{protocol} has neither runtime/ nor adapters/")
+    if impl.is_dir():
+        flat = sorted(p.name for p in impl.glob("*.py") if p.name != "__init__.py")
+        if flat:
+            problems.append(f"impl/protoref/{protocol} has modules outside the template: {flat}")
+        benches = sorted(str(p.relative_to(root)) for p in impl.rglob("bench*.py"))
+        if benches:
+            problems.append(f"benches belong in benches/, not {benches}")
+    if not (root / "spec" / protocol).is_dir():
+        problems.append(f"spec/{protocol}/ is missing")
+    mapping = root / "conformance" / "tracecheck" / "protocols"
+    if not ((mapping / f"{protocol}.py").is_file() or (mapping / protocol).is_dir()):
+        problems.append(f"conformance/tracecheck/protocols/{protocol} is missing")
+    if not (root / "tests" / protocol).is_dir():
+        problems.append(f"tests/{protocol}/ is missing")
+    golden = root / "tests" / protocol / "golden"
+    if not ((golden / "regenerate.py").is_file() and any(golden.glob("*.ndjson"))):
+        problems.append(f"tests/{protocol}/golden/ has no regenerate.py and traces")
+    if not (root / "docs" / f"{protocol}.md").is_file():
+        problems.append(f"docs/{protocol}.md is missing")
+    return problems
+
+
+def _template_slices() -> list[str]:
+    # rendezvous is checked once its folder has the template's layout (its move is its own)
+    moved = (ROOT / "impl" / "protoref" / "rendezvous" / "core").is_dir()
+    return ["rref", "autograd", *(["rendezvous"] if moved else [])]
+
+
+@pytest.mark.parametrize("protocol", _template_slices())
+def test_each_slice_follows_the_template(protocol: str) -> None:
+    problems = template_problems(ROOT, protocol)
+    assert not problems, f"the {protocol} slice: {problems}"
+
+
+def test_benches_are_one_package() -> None:
+    assert (ROOT / "benches" / "__init__.py").is_file()
+    assert {"rref_sim.py", "rref_runtime.py", "autograd.py"} <= {
+        p.name for p in (ROOT / "benches").glob("*.py")
+    }
+
+
+def test_a_slice_off_the_template_is_reported(tmp_path: Path) -> None:
+    impl = tmp_path / "impl" / "protoref" / "p"
+    for name in ("core/__init__.py", "sim/__init__.py", "machine.py", "sim/bench.py"):
+        (impl / name).parent.mkdir(parents=True, exist_ok=True)
+        (impl / name).write_text("", encoding="utf-8")
+    (tmp_path / "spec" / "p").mkdir(parents=True)
+    assert template_problems(tmp_path, "p") == [
+        "impl/protoref/p/trace/ is not a package",
+        "impl/protoref/p has neither runtime/ nor adapters/",
+        "impl/protoref/p has modules outside the template: ['machine.py']",
+        "benches belong in benches/, not ['impl/protoref/p/sim/bench.py']",
+        "conformance/tracecheck/protocols/p is missing",
+        "tests/p/ is missing",
+        "tests/p/golden/ has no regenerate.py and traces",
+        "docs/p.md is missing",
+    ]

@@ -93,7 +93,7 @@ ForgetTombstonesSpec ==
     Init /\ [][Next \/ \E w \in Workers : ForgetTombstones(w)]_vars
 
 (* Planted fault for UniqueIdsInv (the implementation's reuse-ids fault,  *)
-(* protoref.rref.faults): rpc.remote advances nextLocalId_ by one only, so  *)
+(* protoref.rref.sim.faults): rpc.remote advances nextLocalId_ by one only, so  *)
 (* the creator's ForkId is also the next RRefId.  cfg: RemoteIds <- OneId.  *)
 OneId == 1
 

@@ -11,8 +11,8 @@ import pytest
 
 import protoref.autograd as dist_autograd
 from protoref.autograd import Tensor, tensor
-from protoref.autograd.ids import from_int
-from protoref.autograd.local import LocalWorld
+from protoref.autograd.core.ids import from_int
+from protoref.autograd.runtime.local import LocalWorld
 from protoref.optim import SGD, DistributedOptimizer
 
 WORLD: LocalWorld | None = None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from protoref.autograd.engine import (
+from protoref.autograd.core.ids import AutogradId
+from protoref.autograd.runtime.engine import (
     FREED,
     RecvRpcBackward,
     SendRpcBackward,
@@ -13,8 +14,7 @@ from protoref.autograd.engine import (
     run_local,
     tensor,
 )
-from protoref.autograd.ids import AutogradId
-from protoref.autograd.payload import TensorCodec, grad_tensors
+from protoref.autograd.runtime.payload import TensorCodec, grad_tensors
 from protoref.optim import SGD
 
 C = AutogradId(0, 0)

@@ -1,4 +1,4 @@
-"""Table tests of the Reference autograd transitions (protoref.autograd.machine): each legal
+"""Table tests of the Reference autograd transitions (protoref.autograd.core.machine): each legal
 case changes what the spec's action changes, and each illegal one raises and leaves the state
 as it was (the container is immutable, so "unchanged" is identity and equality)."""
 
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protoref.autograd import machine as mc
-from protoref.autograd.args import ACTION_NAMES
-from protoref.autograd.events import Msg
-from protoref.autograd.ids import ROOT_FN, AutogradId, from_int
-from protoref.autograd.state import Container, Handler, RecvFn, SendFn
-from protoref.autograd.transition import NotYetError
+from protoref.autograd.core import machine as mc
+from protoref.autograd.core.events import Msg
+from protoref.autograd.core.ids import ROOT_FN, AutogradId, from_int
+from protoref.autograd.core.state import Container, Handler, RecvFn, SendFn
+from protoref.autograd.core.transition import NotYetError
+from protoref.autograd.trace.args import ACTION_NAMES
 from protoref.errors import ProtocolError
 from tracecheck.protocols.mapping import spec_actions
 

@@ -15,8 +15,8 @@ import pytest
 
 import protoref.autograd as dist_autograd
 from protoref.autograd import Tensor, tensor
-from protoref.autograd.local import LocalWorld
-from protoref.autograd.state import Container
+from protoref.autograd.core.state import Container
+from protoref.autograd.runtime.local import LocalWorld
 
 WORLD: LocalWorld | None = None
 

@@ -14,9 +14,9 @@ import pytest
 import protoref.autograd as dist_autograd
 from protoref import rpc
 from protoref.autograd import tensor
-from protoref.autograd.ids import from_int
-from protoref.rref.runtime.agent import Agent
-from protoref.rref.runtime.demo import free_port
+from protoref.autograd.core.ids import from_int
+from protoref.rpc.agent import Agent
+from protoref.rpc.options import free_port
 from support import autograd_udfs as udfs
 from support.rref_runtime import SECRET, SPEC_ROOT, TIMEOUT, eventually, stop_world
 from tracecheck.protocols.autograd import AUTOGRAD
@@ -53,7 +53,7 @@ def validate(folder: Path, n: int) -> ValidationReport:
 
 
 def held_nowhere(agents: list[Agent]) -> bool:
-    return all(not a.autograd.container.ctxs for a in agents)
+    return all(not a.plugin("autograd").autograd.container.ctxs for a in agents)
 
 
 def test_runtime_traces_merge_and_are_accepted(tmp_path: Path) -> None:
@@ -84,8 +84,9 @@ def test_runtime_traces_merge_and_are_accepted(tmp_path: Path) -> None:
             udfs.GATE.clear()
             with dist_autograd.context() as late_cid:
                 late = rpc.rpc_async("w1", udfs.gated_square, (p,))
+            node0 = agents[0].plugin("autograd").autograd
             released = from_int(late_cid)  # its horizon covers it (issue 28: no tombstone)
-            eventually(lambda: agents[0].autograd.container.refused(released), "the release")
+            eventually(lambda: node0.container.refused(released), "the release")
             udfs.GATE.set()
             assert float(late.wait()) == 4.0
         eventually(lambda: held_nowhere(agents), "every worker released both contexts")

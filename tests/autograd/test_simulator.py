@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from protoref.autograd import invariants
-from protoref.autograd.events import Msg
-from protoref.autograd.ids import ROOT_FN, AutogradId
-from protoref.autograd.simulator import SimConfig, Simulator, main
-from protoref.autograd.state import Container, Handler, RecvFn
+from protoref.autograd.core import invariants
+from protoref.autograd.core.events import Msg
+from protoref.autograd.core.ids import ROOT_FN, AutogradId
+from protoref.autograd.core.state import Container, Handler, RecvFn
+from protoref.autograd.sim.simulator import SimConfig, Simulator, main
 from protoref.errors import InvariantViolationError
 from protoref.tracing import MemorySink
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from protoref.autograd.args import ACTION_NAMES
-from protoref.autograd.simulator import SimConfig, Simulator
-from protoref.autograd.trace import EVENT_ADAPTER, EVENT_MODELS, WHOLE_FIELDS
+from protoref.autograd.sim.simulator import SimConfig, Simulator
+from protoref.autograd.trace.args import ACTION_NAMES
+from protoref.autograd.trace.events import EVENT_ADAPTER, EVENT_MODELS, WHOLE_FIELDS
 from protoref.tracing import TraceHeader, encode_line, read_trace
 
 

@@ -1,6 +1,6 @@
 """Planted bugs in the autograd core are caught by the campaign, one row per bug.
 
-Each :class:`~protoref.autograd.faults.Fault` is planted while the campaign's own simulator
+Each :class:`~protoref.autograd.sim.faults.Fault` is planted while the campaign's own simulator
 (``tracecheck.protocols.autograd.simulate``) runs the campaign's seeds (``make check`` runs
 seeds 1..20); all broken traces go to TLC in one batch. For every bug some trace must be
 rejected, at an event of the action the bug broke, never before the first event where the
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from protoref.autograd.faults import FAULTS, Fault, inject, run_with_fault, target
-from protoref.autograd.simworld import SimConfig
+from protoref.autograd.sim.faults import FAULTS, Fault, inject, run_with_fault, target
+from protoref.autograd.sim.simworld import SimConfig
 from protoref.errors import ProtorefError
 from protoref.tracing import JsonlSink
 from tracecheck.protocols.autograd import AUTOGRAD, simulate

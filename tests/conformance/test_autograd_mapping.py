@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from protoref.autograd.args import ARGS_MODELS
-from protoref.autograd.trace import EVENT_MODELS
+from protoref.autograd.trace.args import ARGS_MODELS
+from protoref.autograd.trace.events import EVENT_MODELS
 from tracecheck.campaigns.campaign import campaign_failure_note, run_campaign
 from tracecheck.cli import main as tracecheck_main
 from tracecheck.protocols import load_mapping

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from protoref.rref.simulator import Simulator
+from protoref.rref.sim.simulator import Simulator
 from tracecheck.campaigns import campaign
 from tracecheck.campaigns.campaign import run_campaign
 from tracecheck.cli import main

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from protoref.rref.simulator import SimConfig, Simulator
+from protoref.rref.sim.simulator import SimConfig, Simulator
 from protoref.tracing import JsonlSink
 from support.planted import plant
 from tracecheck.protocols import rendezvous, rref

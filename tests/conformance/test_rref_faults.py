@@ -1,13 +1,13 @@
 """Planted bugs in the RRef implementation are caught by the checker, one test per bug.
 
-Each :class:`~protoref.rref.faults.Fault` runs a seeded random workload of the simulator with the
-bug planted. Where the bug first shows in the trace is decided from the trace alone, by the
+Each :class:`~protoref.rref.sim.faults.Fault` runs a seeded random workload of the simulator with
+the bug planted. Where the bug first shows in the trace is decided from the trace alone, by the
 bug's own definition (:func:`first_symptom`: e.g. "a DelUser of a fork the worker still has in
-pendingUsers"); the seeds below were found by a bounded search over seeds 0..199
-(:func:`find_seed`) and are fixed so the test is deterministic. All broken traces, and the
-correct implementation's traces for the same seeds, go to TLC in one batch; each rejection is
-then explained. The checker must reject each broken trace exactly at the first symptom, with an
-explanation that points at the broken guard or post-state field, and accept the correct runs.
+pendingUsers"); the seeds below were found by a bounded search over seeds 0..199 (:func:`find_seed`)
+and are fixed so the test is deterministic. All broken traces, and the correct implementation's
+traces for the same seeds, go to TLC in one batch; each rejection is then explained. The checker
+must reject each broken trace exactly at the first symptom, with an explanation that points at the
+broken guard or post-state field, and accept the correct runs.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from protoref.rref.faults import FAULTS, Fault, inject, run_with_fault
-from protoref.rref.machine import step as correct_step
+from protoref.rref.core.machine import step as correct_step
+from protoref.rref.core.state import RRefContext
 from protoref.rref.sim import base as simulator
-from protoref.rref.simulator import Simulator
-from protoref.rref.state import RRefContext
+from protoref.rref.sim.faults import FAULTS, Fault, inject, run_with_fault
+from protoref.rref.sim.simulator import Simulator
 from protoref.tracing import JsonlSink
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay.artifacts import failure_note

@@ -33,9 +33,9 @@ import pytest
 from pydantic import ValidationError
 
 from protoref.errors import ProtocolError
-from protoref.rref import events as ev
-from protoref.rref.machine import step as core_step
-from protoref.rref.state import RRefContext
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import step as core_step
+from protoref.rref.core.state import RRefContext
 from protoref.rref.trace import EVENT_ADAPTER, make_event
 from protoref.tracing import encode_line
 from tracecheck.protocols.rref import RREF

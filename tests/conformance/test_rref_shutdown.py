@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from protoref.errors import LeakError
-from protoref.rref.faults import ShutdownFault, run_with_fault
-from protoref.rref.simulator import SimConfig, Simulator
+from protoref.rref.sim.faults import ShutdownFault, run_with_fault
+from protoref.rref.sim.simulator import SimConfig, Simulator
 from protoref.tracing import JsonlSink
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay.explain import Explanation

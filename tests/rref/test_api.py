@@ -12,9 +12,9 @@ import pytest
 
 from protoref import rpc
 from protoref.errors import ProtocolError
+from protoref.rpc.agent import new_loop
+from protoref.rpc.errors import CodecError, RPCError, UnresolvableFunctionError
 from protoref.rref.runtime import udfs
-from protoref.rref.runtime.agent import new_loop
-from protoref.rref.runtime.errors import CodecError, RPCError, UnresolvableFunctionError
 from support.rref_runtime import (
     TIMEOUT,
     eventually,
@@ -81,7 +81,7 @@ def test_bad_calls_are_refused_before_anything_is_sent() -> None:
     with world(2) as (w0, _w1), w0.use():
         rref = rpc.remote("w1", udfs.add, (1, 1))
         rref.to_here()
-        before = w0.node.ctx
+        before = w0.plugin("rref").node.ctx
         with pytest.raises(UnresolvableFunctionError, match="lambdas"):
             rpc.rpc_sync("w1", lambda: 1)
         with pytest.raises(CodecError, match=r"args\[1\]: a Box is not JSON-able"):
@@ -90,7 +90,7 @@ def test_bad_calls_are_refused_before_anything_is_sent() -> None:
             rpc.rpc_sync("w7", udfs.add, (1, 2))
         with pytest.raises(ProtocolError, match="Links has no self pair"):
             rpc.rpc_sync("w0", udfs.take, (rref,))  # sharing with oneself: outside the spec
-        assert w0.node.ctx == before  # no fork was prepared for a refused payload
+        assert w0.plugin("rref").node.ctx == before  # no fork was prepared for a refused payload
 
 
 def test_non_json_values_travel_through_an_explicit_codec() -> None:
@@ -114,15 +114,16 @@ def test_dropping_the_last_reference_deletes_the_fork_on_the_owner() -> None:
         rref = rpc.remote("w1", udfs.add, (1, 2))
         assert rref.to_here() == 3
         r, f = rref.rref_id, rref.fork_id
-        assert (r, f) in w1.node.ctx.forks
+        assert (r, f) in w1.plugin("rref").node.ctx.forks
         alias = rref
         del rref
         gc.collect()
-        assert f in w0.node.ctx.held  # another Python reference still holds it
+        assert f in w0.plugin("rref").node.ctx.held  # another Python reference still holds it
         del alias  # the last one: weakref.finalize -> DropRRef -> DelUser (G1)
-        eventually(lambda: f in w0.node.ctx.deleted, "DelUser on w0")
-        eventually(lambda: not w1.node.ctx.forks and not w1.node.ctx.owners, "owner emptied")
-        assert (r, f) in w1.node.ctx.tombstones
+        eventually(lambda: f in w0.plugin("rref").node.ctx.deleted, "DelUser on w0")
+        node1 = w1.plugin("rref").node
+        eventually(lambda: not node1.ctx.forks and not node1.ctx.owners, "owner emptied")
+        assert (r, f) in w1.plugin("rref").node.ctx.tombstones
 
 
 def test_a_shared_rref_is_deleted_everywhere_once_every_holder_dropped_it() -> None:
@@ -131,9 +132,10 @@ def test_a_shared_rref_is_deleted_everywhere_once_every_holder_dropped_it() -> N
         assert rpc.rpc_sync("w2", udfs.fetch, (rref,)) == 3  # w2 forks, uses, drops it
         del rref
         gc.collect()
-        eventually(lambda: not w1.node.ctx.forks, "every fork of the RRef deleted on w1")
+        node1 = w1.plugin("rref").node
+        eventually(lambda: not node1.ctx.forks, "every fork of the RRef deleted on w1")
         for agent in (w0, w1, w2):
-            eventually(agent.node.ctx.is_empty, f"{agent.name}'s context empty")
+            eventually(agent.plugin("rref").node.ctx.is_empty, f"{agent.name}'s context empty")
 
 
 def test_graceful_shutdown_deletes_held_users_reports_them_and_its_trace_is_accepted(
@@ -153,10 +155,10 @@ def test_graceful_shutdown_deletes_held_users_reports_them_and_its_trace_is_acce
     assert reports[0].problems == ()
     assert reports[1].leak_free
     assert reports[2].leak_free
-    assert not w1.node.ctx.owners
-    assert not w1.node.ctx.forks
+    assert not w1.plugin("rref").node.ctx.owners
+    assert not w1.plugin("rref").node.ctx.forks
     with pytest.raises(rpc.RPCError, match="shut down"):
-        w0.act(lambda: None)
+        w0.plugin("rref").calls.act(lambda: None)
     merged = merged_trace(tmp_path, 3)
     names = [e.event for e in merged.events]
     assert names.count("WaitAllWorkers") == 1
@@ -207,8 +209,8 @@ def test_either_event_loop_carries_calls_and_frames_bigger_than_the_socket_buffe
         gc.collect()
         reports = stop_world([w0, w1])
     assert all(r.leak_free for r in reports), reports
-    assert not w0.node.rejected
-    assert not w1.node.rejected
+    assert not w0.rejected
+    assert not w1.rejected
 
 
 def test_an_unknown_event_loop_is_refused() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from benches import rref_sim as bench
 
-from protoref.rref import bench
 from protoref.rref.sim import base as sim_module
-from protoref.rref.simulator import SimConfig, Simulator
+from protoref.rref.sim.simulator import SimConfig, Simulator
 from protoref.tracing import NullSink
 
 

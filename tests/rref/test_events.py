@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
+from protoref.rref.core import events as ev
 
 
 def test_message_json_is_the_spec_record() -> None:

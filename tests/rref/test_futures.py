@@ -1,4 +1,4 @@
-"""protoref.futures against torch.futures: the same operations, the same observable outcomes.
+"""protoref.rpc.futures against torch.futures: the same operations, the same observable outcomes.
 
 Each scenario runs on a Future class and its collect_all/wait_all and returns what a program
 can see (values; exception types and first message lines). The table of expected outcomes is
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from protoref import futures, rpc
+from protoref import rpc
+from protoref.rpc import futures
 from protoref.rref.runtime import udfs
 from support.rref_runtime import world
 

@@ -8,11 +8,11 @@ import pytest
 
 from protoref.errors import InvariantViolationError, LeakError
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.faults import Fault, ShutdownFault, inject
-from protoref.rref.invariants import World, check, check_leak_free, quiescent
-from protoref.rref.simulator import SimConfig, Simulator
-from protoref.rref.state import RRefContext, UserRRef
+from protoref.rref.core import events as ev
+from protoref.rref.core.invariants import World, check, check_leak_free, quiescent
+from protoref.rref.core.state import RRefContext, UserRRef
+from protoref.rref.sim.faults import Fault, ShutdownFault, inject
+from protoref.rref.sim.simulator import SimConfig, Simulator
 
 A, B, C = "w0", "w1", "w2"
 R, FA, C1 = G(A, 1), G(A, 2), G(A, 3)

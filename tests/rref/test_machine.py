@@ -1,4 +1,4 @@
-"""Table tests of the Reference RRef transitions (protoref.rref.machine), one row per case."""
+"""Table tests of the Reference RRef transitions (protoref.rref.core.machine), one row per case."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.machine import ACTION_TABLE, step
-from protoref.rref.simulator import SimConfig, Simulator
-from protoref.rref.state import RRefContext, UserRRef
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import ACTION_TABLE, step
+from protoref.rref.core.state import RRefContext, UserRRef
+from protoref.rref.sim.simulator import SimConfig, Simulator
 
 A, B, C = "w0", "w1", "w2"
 R = G(A, 1)  # an RRef created by A's rpc.remote to B

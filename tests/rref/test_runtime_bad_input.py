@@ -11,11 +11,10 @@ import pytest
 from protoref import rpc
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime import udfs, wire
-from protoref.rref.runtime.agent import Agent
-from protoref.rref.runtime.errors import (
+from protoref.rpc import frames as fr
+from protoref.rpc import wire
+from protoref.rpc.agent import Agent
+from protoref.rpc.errors import (
     AuthenticationError,
     FrameError,
     FrameTooLargeError,
@@ -23,6 +22,9 @@ from protoref.rref.runtime.errors import (
     ReplayError,
     UnknownFrameError,
 )
+from protoref.rref.core import events as ev
+from protoref.rref.runtime import frames as rf
+from protoref.rref.runtime import udfs
 from support.rref_runtime import SECRET, eventually, world
 
 MAX = 4096
@@ -81,10 +83,10 @@ def handshaken(agent: Agent, posing_as: Agent) -> tuple[socket.socket, wire.Sess
 
 def rejected(agent: Agent, kind: type[FrameError], count_before: int) -> FrameError:
     def seen() -> bool:
-        return any(isinstance(e, kind) for e in list(agent.node.rejected)[count_before:])
+        return any(isinstance(e, kind) for e in list(agent.rejected)[count_before:])
 
     eventually(seen, f"{kind.__name__} recorded")
-    return next(e for e in list(agent.node.rejected)[count_before:] if isinstance(e, kind))
+    return next(e for e in list(agent.rejected)[count_before:] if isinstance(e, kind))
 
 
 def still_works(w0: Agent) -> None:
@@ -96,26 +98,26 @@ def test_a_stranger_without_the_secret_is_refused_at_the_handshake(
     pair: tuple[Agent, Agent],
 ) -> None:
     w0, w1 = pair
-    before, n = w1.node.ctx, len(w1.node.rejected)
+    before, n = w1.plugin("rref").node.ctx, len(w1.rejected)
     sock, _ = dial(w1, secret=b"guessed")
     with sock:
         err = rejected(w1, AuthenticationError, n)
         assert "handshake MAC is wrong" in str(err)
         assert closed_by_peer(sock)
-    assert w1.node.ctx == before
+    assert w1.plugin("rref").node.ctx == before
     still_works(w0)
 
 
 def test_an_oversized_frame_is_refused_before_its_body_is_read(pair: tuple[Agent, Agent]) -> None:
     w0, w1 = pair
-    before, n = w1.node.ctx, len(w1.node.rejected)
+    before, n = w1.plugin("rref").node.ctx, len(w1.rejected)
     sock, _ = handshaken(w1, w0)
     with sock:
         sock.sendall((MAX + 1).to_bytes(4, "big"))
         err = rejected(w1, FrameTooLargeError, n)
         assert f"max_frame_bytes={MAX}" in str(err)
         assert closed_by_peer(sock)
-    assert w1.node.ctx == before
+    assert w1.plugin("rref").node.ctx == before
     still_works(w0)
 
 
@@ -131,7 +133,7 @@ def test_malformed_and_unknown_frames_close_the_link(
     pair: tuple[Agent, Agent], body: bytes, kind: type[FrameError], words: str
 ) -> None:
     w0, w1 = pair
-    before, n = w1.node.ctx, len(w1.node.rejected)
+    before, n = w1.plugin("rref").node.ctx, len(w1.rejected)
     sock, session = handshaken(w1, w0)
     with sock:
         import hashlib  # noqa: PLC0415
@@ -141,7 +143,7 @@ def test_malformed_and_unknown_frames_close_the_link(
         sock.sendall(wire.pack(body, mac))
         assert words in str(rejected(w1, kind, n))
         assert closed_by_peer(sock)
-    assert w1.node.ctx == before
+    assert w1.plugin("rref").node.ctx == before
     still_works(w0)
 
 
@@ -153,7 +155,7 @@ def test_a_replayed_frame_is_refused_on_its_link_and_useless_on_another(
     pair: tuple[Agent, Agent],
 ) -> None:
     w0, w1 = pair
-    before, n = w1.node.ctx, len(w1.node.rejected)
+    before, n = w1.plugin("rref").node.ctx, len(w1.rejected)
     sock, session = handshaken(w1, w0)
     with sock:
         frame = _ack(session)
@@ -161,19 +163,19 @@ def test_a_replayed_frame_is_refused_on_its_link_and_useless_on_another(
         sock.sendall(frame)
         assert "sequence 1 replayed" in str(rejected(w1, ReplayError, n))
         assert closed_by_peer(sock)
-    n = len(w1.node.rejected)
+    n = len(w1.rejected)
     other, _ = handshaken(w1, w0)
     with other:
         other.sendall(frame)  # recorded on one connection, replayed on a new one
         rejected(w1, AuthenticationError, n)
         assert closed_by_peer(other)
-    assert w1.node.ctx == before
+    assert w1.plugin("rref").node.ctx == before
     still_works(w0)
 
 
 def test_a_message_the_protocol_refuses_is_logged_and_dropped(pair: tuple[Agent, Agent]) -> None:
     w0, w1 = pair
-    before, n = w1.node.ctx, len(w1.node.protocol_errors)
+    before, n = w1.plugin("rref").node.ctx, len(w1.plugin("rref").node.protocol_errors)
     sock, session = handshaken(w1, w0)
     with sock:
         stray = ev.PythonCall(src="w0", dst="w1", rref=G("w0", 90), owner="w0", fork=G("w0", 91))
@@ -181,11 +183,11 @@ def test_a_message_the_protocol_refuses_is_logged_and_dropped(pair: tuple[Agent,
             src="w0", dst="w0", rref=G("w1", 90), owner="w0", fork=G("w0", 92)
         )
         for msg in (stray, misaddressed):
-            sock.sendall(session.seal(fr.Proto(seq=session.next_seq(), stamp=1, msg=msg)))
-        eventually(lambda: len(w1.node.protocol_errors) >= n + 2, "two refusals")
-    errors = list(w1.node.protocol_errors)[n:]
+            sock.sendall(session.seal(rf.Proto(seq=session.next_seq(), stamp=1, msg=msg)))
+        eventually(lambda: len(w1.plugin("rref").node.protocol_errors) >= n + 2, "two refusals")
+    errors = list(w1.plugin("rref").node.protocol_errors)[n:]
     assert all(isinstance(e, ProtocolError) for e in errors)
     assert "PYTHON_CALL outside a call" in str(errors[0])
     assert "arrived on w0's link" in str(errors[1])
-    assert w1.node.ctx == before
+    assert w1.plugin("rref").node.ctx == before
     still_works(w0)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from protoref.rref.runtime import bench
-from protoref.rref.runtime.bench import END, START, BenchResult, run_ours, table, write_marked
+from benches import rref_runtime as bench
+from benches.rref_runtime import END, START, BenchResult, run_ours, table, write_marked
 
 
 def test_a_short_run_of_ours_is_leak_free_and_renders() -> None:

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from protoref import rpc
+from protoref.rpc.agent import Agent
 from protoref.rref.runtime import udfs
-from protoref.rref.runtime.agent import Agent
 from support.rref_runtime import (
     TIMEOUT,
     eventually,
@@ -86,8 +86,8 @@ def test_workers_recover_from_aborted_connections_and_the_spec_accepts_the_trace
         stop_world([a for a in agents if not a.closed], graceful=False)
     assert all(r.leak_free for r in reports), reports
     for agent in agents:  # nothing was refused: every re-sent frame was expected
-        assert list(agent.node.rejected) == []
-        assert list(agent.node.protocol_errors) == []
+        assert list(agent.rejected) == []
+        assert list(agent.plugin("rref").node.protocol_errors) == []
     report = validate_rref(merged_trace(tmp_path, len(NAMES)))
     assert report.all_accepted, [v.rejection for v in report.verdicts]
     assert report.coverage.get("AddForkOfOwnerIfNotPresent", 0) >= ROUNDS

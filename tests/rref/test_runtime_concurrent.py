@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from protoref import rpc
+from protoref.rpc.agent import Agent
 from protoref.rref.runtime import udfs
-from protoref.rref.runtime.agent import Agent
 from support.rref_runtime import TIMEOUT, merged_trace, start_world, stop_world, validate_rref
 
 NAMES = ("w0", "w1", "w2")

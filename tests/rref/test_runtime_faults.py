@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from protoref.rref.runtime.demo import free_port
+from protoref.rpc.options import free_port
 from support.programs import PROGRAMS, finish, program_env, stop
 from tracecheck.replay.validate import validate_traces
 from tracecheck.traces.load import load_trace, merge_traces

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 import pytest
 
 from protoref import rpc
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime import transport, udfs, wire
-from protoref.rref.runtime.agent import Agent
-from protoref.rref.runtime.errors import HandshakeLimitError
+from protoref.rpc import frames as fr
+from protoref.rpc import transport, wire
+from protoref.rpc.agent import Agent
+from protoref.rpc.errors import HandshakeLimitError
+from protoref.rref.runtime import udfs
 from support.rref_runtime import SECRET, eventually, world
 
 MIB = 1 << 20
@@ -70,16 +71,16 @@ def test_a_handshake_announcing_megabytes_is_cut_off_at_its_length(
     pair: tuple[Agent, Agent],
 ) -> None:
     w0, w1 = pair
-    count = len(w1.node.rejected)
+    count = len(w1.rejected)
     with connect(w1) as sock:
         assert first_frame(sock) is not None  # the Challenge
         sock.sendall((15 * MIB).to_bytes(4, "big") + bytes(64 * 1024))
         eventually(
-            lambda: any(isinstance(e, HandshakeLimitError) for e in w1.node.rejected),
+            lambda: any(isinstance(e, HandshakeLimitError) for e in w1.rejected),
             "HandshakeLimitError recorded",
         )
         assert not sends_mebibytes(sock, 64)  # aborted: the rest is never read
-    error = next(e for e in list(w1.node.rejected)[count:] if isinstance(e, HandshakeLimitError))
+    error = next(e for e in list(w1.rejected)[count:] if isinstance(e, HandshakeLimitError))
     assert f"announces a {15 * MIB}-byte handshake" in str(error)
     assert f"at most {transport.HANDSHAKE_MAX_BYTES} bytes" in str(error)
     assert error.__traceback__ is None  # kept without the frames that hold the connection

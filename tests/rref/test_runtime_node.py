@@ -7,8 +7,9 @@ import concurrent.futures as cf
 from typing import Any
 
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
+from protoref.rpc import frames as fr
+from protoref.rref.core import events as ev
+from protoref.rref.runtime import frames as rf
 from protoref.rref.runtime.node import PENDING, Node
 from protoref.rref.trace import EVENT_ADAPTER
 from protoref.tracing import MemorySink, SetDelta, encode_line
@@ -61,7 +62,7 @@ def test_a_control_message_lost_with_its_link_is_retried_once_as_retry_send() ->
     assert lost.args.m == msg.model_copy(update={"dup": 1})  # type: ignore[attr-defined]
     assert lost.lamport > retry.lamport  # type: ignore[attr-defined]
     peer, cls, fields = links.frames[-1]
-    assert (peer, cls) == ("w1", fr.Proto)
+    assert (peer, cls) == ("w1", rf.Proto)
     assert fields["msg"] == msg.model_copy(update={"dup": 2})
     assert [m for m, _ in w0.unacked.values()] == [fields["msg"]]
     for record in sink.records:  # every event is a valid trace line
@@ -114,7 +115,7 @@ def test_each_control_id_is_applied_at_most_once_and_acked_every_time() -> None:
     c = next(e for e in w1.ctx.forks if e[0] == r)[1]
     delete = ev.UserDelete(src="w0", dst="w1", rref=r, owner="w1", fork=c)
     acks: list[int] = []
-    frame = fr.Proto(seq=1, stamp=9, msg=delete, ctl=77)
+    frame = rf.Proto(seq=1, stamp=9, msg=delete, ctl=77)
     w1.on_frame("w0", frame, acks.append)
     after = w1.ctx
     w1.on_frame("w0", frame, acks.append)  # the same copy again (e.g. resent after a break)
@@ -129,9 +130,9 @@ def test_a_refused_message_is_recorded_and_changes_nothing() -> None:
     w1, _, sink = node("w1")
     before = w1.ctx
     stray = ev.PythonCall(src="w0", dst="w1", rref=G("w0", 1), owner="w0", fork=G("w0", 2))
-    w1.on_frame("w0", fr.Proto(seq=1, stamp=1, msg=stray), lambda _c: None)
+    w1.on_frame("w0", rf.Proto(seq=1, stamp=1, msg=stray), lambda _c: None)
     wrong = ev.RRefAck(src="w2", dst="w1", rref=G("w1", 1), owner="w1", fork=G("w1", 2))
-    w1.on_frame("w0", fr.Proto(seq=2, stamp=1, msg=wrong), lambda _c: None)
+    w1.on_frame("w0", rf.Proto(seq=2, stamp=1, msg=wrong), lambda _c: None)
     assert len(w1.protocol_errors) == 2
     assert "arrived on w0's link" in str(w1.protocol_errors[1])
     assert w1.ctx is before

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from protoref.rref.runtime.demo import run_workers
+from examples.rref_runtime_demo import run_workers
+
 from protoref.rref.runtime.scenarios import NAMES, SCENARIOS
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay.validate import validate_traces

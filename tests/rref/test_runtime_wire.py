@@ -8,11 +8,10 @@ from typing import Any
 import pytest
 
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime import wire
-from protoref.rref.runtime.codec import decode_value, encode_value
-from protoref.rref.runtime.errors import (
+from protoref.rpc import frames as fr
+from protoref.rpc import wire
+from protoref.rpc.codec import decode_value, encode_value
+from protoref.rpc.errors import (
     AuthenticationError,
     CodecError,
     FrameTooLargeError,
@@ -21,7 +20,9 @@ from protoref.rref.runtime.errors import (
     UnknownFrameError,
     UnresolvableFunctionError,
 )
-from protoref.rref.runtime.udf import qualified_name, resolve
+from protoref.rpc.udf import qualified_name, resolve
+from protoref.rref.core import events as ev
+from protoref.rref.runtime import frames as rf
 from protoref.rref.runtime.udfs import add
 
 KEY = wire.session_key(b"secret", "w1", "aa", "bb")
@@ -33,13 +34,13 @@ def pair() -> tuple[wire.Session, wire.Session]:
 
 def frame(session: wire.Session) -> bytes:
     msg = ev.UserDelete(src="w1", dst="w0", rref=G("w0", 1), owner="w0", fork=G("w1", 2))
-    return session.seal(fr.Proto(seq=session.next_seq(), stamp=3, msg=msg, ctl=1))[4:]
+    return session.seal(rf.Proto(seq=session.next_seq(), stamp=3, msg=msg, ctl=1))[4:]
 
 
 def test_a_sealed_frame_opens_on_the_other_side_with_the_core_message() -> None:
     dialer, acceptor = pair()
     got = acceptor.open(frame(dialer))
-    assert isinstance(got, fr.Proto)
+    assert isinstance(got, rf.Proto)
     assert isinstance(got.msg, ev.UserDelete)
     assert got.msg.fork == G("w1", 2)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from protoref import rpc
-from protoref.rref.runtime import secret
-from protoref.rref.runtime.errors import PeerDiscoveryError
-from protoref.rref.runtime.options import local_address_toward
-from protoref.rref.runtime.secret import SecretFileError, resolve_secret, user_secret
+from protoref.rpc import secret
+from protoref.rpc.errors import PeerDiscoveryError
+from protoref.rpc.options import local_address_toward
+from protoref.rpc.secret import SecretFileError, resolve_secret, user_secret
 from support.programs import PROGRAMS, program_env
 
 

@@ -10,15 +10,15 @@ import pytest
 
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref import events as ev
-from protoref.rref.machine import (
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import (
     del_all_users_and_unforked_owners,
     destroy_instance,
     step,
     wait_all_workers,
 )
-from protoref.rref.simulator import SimConfig, Simulator
-from protoref.rref.state import Leak, RRefContext, UserRRef
+from protoref.rref.core.state import Leak, RRefContext, UserRRef
+from protoref.rref.sim.simulator import SimConfig, Simulator
 from protoref.tracing import MemorySink, TraceEventBase, TraceHeader
 
 A, B = "w0", "w1"

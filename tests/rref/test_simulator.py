@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protoref.errors import LeakError
-from protoref.rref.scenarios import SCENARIOS
-from protoref.rref.simulator import SimConfig, Simulator, main
+from protoref.rref.sim.scenarios import SCENARIOS
+from protoref.rref.sim.simulator import SimConfig, Simulator, main
 from protoref.tracing import MemorySink
 
 CHECKED = SimConfig(check_invariants=True)
@@ -103,7 +103,7 @@ def test_reproducible_across_processes(tmp_path: Path) -> None:
         cmd = [
             sys.executable,
             "-m",
-            "protoref.rref.simulator",
+            "protoref.rref.sim.simulator",
             "--seed",
             "11",
             "--steps",
@@ -132,7 +132,7 @@ def test_cli_scenario_and_unknown_scenario(capsys: pytest.CaptureFixture[str]) -
     assert "unknown scenario" in capsys.readouterr().err
 
 
-# The invariant sweep: every invariant predicate (R1-R11, protoref.rref.invariants) after every
+# The invariant sweep: every invariant predicate (R1-R11, protoref.rref.core.invariants) after every
 # step, over thousands of seeds, with the faults on (any delivery order, delays, duplicated
 # retried control messages, rpc.remote timeouts), with and without graceful shutdown. Short
 # workloads keep it fast (measured: 2,000 runs, about 110,000 checked events, 11 s of CPU).

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from protoref.rref.runtime.codec import decode_value, encode_value
-from protoref.rref.runtime.errors import CodecError
-from protoref.rref.runtime.tensors import TensorCodec
+from protoref.rpc.codec import decode_value, encode_value
+from protoref.rpc.errors import CodecError
+from protoref.rpc.tensors import TensorCodec
 
 torch: Any = pytest.importorskip("torch")
 CODEC = [TensorCodec()]

@@ -13,11 +13,11 @@ import pytest
 from pydantic import TypeAdapter
 
 from protoref.ids import GloballyUniqueId as G
-from protoref.rref.events import UserDelete
-from protoref.rref.machine import ACTION_TABLE
-from protoref.rref.scenarios import SCENARIOS
-from protoref.rref.simulator import SimConfig, Simulator
-from protoref.rref.state import RRefContext, UserRRef
+from protoref.rref.core.events import UserDelete
+from protoref.rref.core.machine import ACTION_TABLE
+from protoref.rref.core.state import RRefContext, UserRRef
+from protoref.rref.sim.scenarios import SCENARIOS
+from protoref.rref.sim.simulator import SimConfig, Simulator
 from protoref.rref.trace import (
     ACTION_ARGS,
     DELTAS,

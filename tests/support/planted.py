@@ -1,6 +1,6 @@
 """Nineteen planted RRef bugs, for measuring what the checker catches (issue #21).
 
-The eight of :mod:`protoref.rref.faults` (seven protocol bugs and a shutdown bug) and ten more
+The eight of :mod:`protoref.rref.sim.faults` (seven protocol bugs and a shutdown bug) and ten more
 defined here the same way: the correct core step's result, changed the way the bug breaks it
 (a message not sent, a state field not updated), and one where the correct core refuses
 (``fork-after-timeout``: the application's fork or fetch of a timed-out UserRRef, offered by
@@ -29,10 +29,11 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Final
 
-from protoref.rref import events as ev
-from protoref.rref import faults, machine
-from protoref.rref.machine import Step
-from protoref.rref.state import RRefContext
+from protoref.rref.core import events as ev
+from protoref.rref.core import machine
+from protoref.rref.core.machine import Step
+from protoref.rref.core.state import RRefContext
+from protoref.rref.sim import faults
 
 __all__ = ["BUGS", "MORE", "PROTOREF_BUGS", "UNGUARDED", "plant"]
 
@@ -121,7 +122,7 @@ UNGUARDED: Final[dict[str, Callable[[RRefContext, ev.RRefInput], Step]]] = {
     "fork-after-timeout": _ignores_timeout,
 }
 
-#: protoref's eight planted bugs (protoref.rref.faults), by name.
+#: protoref's eight planted bugs (protoref.rref.sim.faults), by name.
 PROTOREF_BUGS: Final = tuple(f.value for f in (*faults.FAULTS, *faults.SHUTDOWN_FAULTS))
 #: Every planted bug, by name: protoref's eight and the eleven above.
 BUGS: Final = (*PROTOREF_BUGS, *MORE, *UNGUARDED)

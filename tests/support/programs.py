@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from protoref.rref.runtime.demo import free_port
+from protoref.rpc.options import free_port
 
 PROGRAMS: Final = Path(__file__).resolve().parent.parent / "rref" / "programs"
 OURS: Final = "import protoref.rpc as rpc\n"

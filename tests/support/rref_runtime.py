@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from protoref import rpc
-from protoref.rref.runtime.agent import Agent, ShutdownReport
-from protoref.rref.runtime.demo import free_port
+from protoref.rpc.agent import Agent, ShutdownReport
+from protoref.rpc.options import free_port
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay.validate import validate_traces
 from tracecheck.replay.verdicts import ValidationReport

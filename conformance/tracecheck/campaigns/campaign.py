@@ -1,7 +1,7 @@
 """Campaigns: simulate N seeded runs of a protocol's implementation, validate every trace.
 
 Each run's seed is ``first_seed + i``, so any rejected run is reproduced by its seed alone
-(`python -m protoref.rref.simulator --seed S`). Traces go to a folder of the caller's choice,
+(`python -m protoref.rref.sim.simulator --seed S`). Traces go to a folder of the caller's choice,
 or to a temporary one that is removed afterwards unless a trace was rejected. A failed
 campaign's traces, generated modules and report are kept like a failed validation's
 (:func:`keep_campaign`, through :mod:`tracecheck.replay.artifacts`).

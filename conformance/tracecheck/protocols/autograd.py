@@ -187,7 +187,7 @@ AUTOGRAD = ProtocolMap(
     # a trace from before the horizons (issue 28) says nothing of them: tombstones as a set
     setting_defaults={"Horizon": False},
     derive=_budgets,
-    event_schema="protoref.autograd.trace:EVENT_ADAPTER",
+    event_schema="protoref.autograd.trace.events:EVENT_ADAPTER",
     actions=tuple(
         ActionMap(
             event=event,
@@ -210,7 +210,7 @@ def simulate(seed: int, steps: int, out: Path) -> None:
     worker). All runs share one configuration of the spec's constants (worker 0 may crash),
     so a campaign validates in one batch.
     """
-    from protoref.autograd.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
+    from protoref.autograd.sim.simulator import SimConfig, Simulator  # noqa: PLC0415 - lazy
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
     crash = seed % 4 == 0

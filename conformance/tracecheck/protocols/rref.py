@@ -250,7 +250,7 @@ def simulate(seed: int, steps: int, out: Path, *, app_weight: float | None = Non
     connection breaks. ``app_weight`` is the share of application steps (the simulator's
     default when None; :data:`STEADY_APP_WEIGHT` for a run whose state stays bounded).
     """
-    from protoref.rref.simulator import SimConfig, Simulator  # noqa: PLC0415 - campaigns only
+    from protoref.rref.sim.simulator import SimConfig, Simulator  # noqa: PLC0415 - campaigns only
     from protoref.tracing import JsonlSink  # noqa: PLC0415
 
     # rare_paths: the application sometimes misuses a timed-out RRef (the core must refuse)

@@ -2,13 +2,13 @@
 ``torch.distributed.autograd``: ``context``, ``backward``, ``get_gradients``, torch's private
 helpers and ``is_available``; and the scalar tensors it differentiates (``tensor``).
 
-The protocol core is :mod:`protoref.autograd.machine` (pure transitions, one per spec action);
-the simulator is :mod:`protoref.autograd.simulator` (not imported here, so that ``python -m
-protoref.autograd.simulator`` runs it as a fresh module); one worker's driver is
-:mod:`protoref.autograd.node`.
+The protocol core is :mod:`protoref.autograd.core.machine` (pure transitions, one per spec action);
+the simulator is :mod:`protoref.autograd.sim.simulator` (not imported here, so that ``python -m
+protoref.autograd.sim.simulator`` runs it as a fresh module); one worker's driver is
+:mod:`protoref.autograd.runtime.node`.
 """
 
-from protoref.autograd.api import (
+from protoref.autograd.runtime.api import (
     DistAutogradContext,
     _current_context,
     _get_debug_info,
@@ -23,7 +23,7 @@ from protoref.autograd.api import (
     get_gradients,
     is_available,
 )
-from protoref.autograd.engine import Tensor, tensor
+from protoref.autograd.runtime.engine import Tensor, tensor
 
 __all__ = [
     "DistAutogradContext",

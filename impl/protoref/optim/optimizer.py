@@ -6,8 +6,8 @@ parameters' RRefs are grouped by owner; each owner builds a local optimizer over
 every owner to read ``get_gradients(context_id)``, set the parameters' ``.grad`` and step, under
 one lock per worker, and waits for all of them (the last error is raised).
 
-The RPC layer is the calling thread's: the in-process world's (:mod:`protoref.autograd.local`)
-when the thread acts in one, else :mod:`protoref.rpc`.
+The RPC layer is the calling thread's: the in-process world's
+(:mod:`protoref.autograd.runtime.local`) when the thread acts in one, else :mod:`protoref.rpc`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _new_local_optimizer(
     """On a parameters' owner: its local optimizer, in an RRef. The class comes by name over
     the wire (``module:qualname``: a class is never pickled), itself in-process."""
     if isinstance(optim_cls, str):
-        from protoref.rref.runtime.udf import resolve  # noqa: PLC0415 - the runtime's only
+        from protoref.rpc.udf import resolve  # noqa: PLC0415 - the runtime's only
 
         optim_cls = resolve(optim_cls)  # type: ignore[assignment]
     assert isinstance(optim_cls, type)
@@ -73,7 +73,7 @@ def _wait_for_all(futures: Sequence[Any]) -> list[Any]:
 
 
 def _backend() -> Any:
-    from protoref.autograd import local  # noqa: PLC0415 - the backend is chosen per call
+    from protoref.autograd.runtime import local  # noqa: PLC0415 - the backend is chosen per call
 
     world = local.active_world()
     if world is not None:
@@ -91,7 +91,7 @@ class DistributedOptimizer:
     ):
         rpc = _backend()
         if getattr(rpc, "__name__", "") == "protoref.rpc":  # over the wire: by its name
-            from protoref.rref.runtime.udf import qualified_name  # noqa: PLC0415
+            from protoref.rpc.udf import qualified_name  # noqa: PLC0415
 
             optim: type | str = qualified_name(optimizer_class)
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from protoref.autograd.engine import Tensor
+from protoref.autograd.runtime.engine import Tensor
 
 __all__ = ["SGD"]
 

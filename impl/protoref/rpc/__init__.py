@@ -1,4 +1,9 @@
-"""The RRef runtime behind ``torch.distributed.rpc``'s API: ``import protoref.rpc as rpc``.
+"""The RPC layer behind ``torch.distributed.rpc``'s API: ``import protoref.rpc as rpc``.
+
+The layer is protocol-free (agent, transport, frames, codecs, handshake, liveness, futures,
+shutdown); the protocols plug in (:mod:`.hooks`, :mod:`.plugins`): the RRef runtime provides
+``remote``, ``rpc_async`` and :class:`RRef` (attributes of this module found through the
+plug-ins), distributed autograd rides on its calls.
 
 A program written against torch's RPC runs with only its import changed, with the usual
 ``MASTER_ADDR``/``MASTER_PORT``: ``init_rpc(name, backend=None, rank=-1, world_size=None,
@@ -8,12 +13,12 @@ rpc_backend_options=None)``, ``rpc_sync``/``rpc_async``/``remote`` (to a name, a
 ``local_value``, ``is_owner``, ``confirmed_by_owner``, and the helpers ``rpc_sync()``,
 ``rpc_async()``, ``remote()``), :mod:`.functions` (``async_execution``),
 :class:`TensorPipeRpcBackendOptions` and :class:`BackendType`. rpc_async returns a
-:class:`protoref.futures.Future` (torch.futures.Future's methods).
+:class:`protoref.rpc.futures.Future` (torch.futures.Future's methods).
 
 What differs (docs/divergences.md): functions travel by name (``module:qualname``; a script's
 own functions as ``__main__:name``, found in the callee's ``__main__`` as pickle finds them),
 values as JSON or through an explicit :class:`Codec`, never pickled; peers authenticate with a
-secret, found without configuration on one host (:mod:`protoref.rref.runtime.secret`) and
+secret, found without configuration on one host (:mod:`protoref.rpc.secret`) and
 required across hosts; ``shutdown`` returns a :class:`ShutdownReport`. ``PROTOREF_RPC_TRACE_DIR``
 makes every worker write its RRef trace there (``<name>.ndjson``). Our own keywords after
 torch's: ``secret``, ``master_addr``, ``master_port``, ``options`` (:class:`RpcOptions`),
@@ -31,8 +36,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from protoref.futures import Future
-from protoref.rpc import functions
+from protoref.rpc import functions, plugins
+from protoref.rpc.agent import Agent, RpcOptions, ShutdownReport, current_agent
 from protoref.rpc.backend import (
     DEFAULT_SHUTDOWN_TIMEOUT,
     UNSET_RPC_TIMEOUT,
@@ -41,9 +46,9 @@ from protoref.rpc.backend import (
     TensorPipeRpcBackendOptions,
     master_of,
 )
-from protoref.rref.runtime.agent import Agent, RpcFuture, RpcOptions, ShutdownReport, current_agent
-from protoref.rref.runtime.codec import Codec
-from protoref.rref.runtime.errors import (
+from protoref.rpc.codec import Codec
+from protoref.rpc.current import WorkerInfo
+from protoref.rpc.errors import (
     CodecError,
     PeerDeadError,
     PeerDiscoveryError,
@@ -52,8 +57,8 @@ from protoref.rref.runtime.errors import (
     RPCTimeoutError,
     UnresolvableFunctionError,
 )
-from protoref.rref.runtime.handle import RRef, WorkerInfo
-from protoref.rref.runtime.secret import SecretFileError, resolve_secret
+from protoref.rpc.futures import Future
+from protoref.rpc.secret import SecretFileError, resolve_secret
 
 #: A folder: every worker writes its trace there as ``<name>.ndjson`` (an unchanged torch
 #: program's runs can be traced and checked with ``tracecheck validate --merge``).
@@ -69,10 +74,8 @@ __all__ = [
     "PeerDiscoveryError",
     "RPCError",
     "RPCTimeoutError",
-    "RRef",
     "RemoteError",
     "RpcBackendOptions",
-    "RpcFuture",
     "RpcOptions",
     "SecretFileError",
     "ShutdownReport",
@@ -141,7 +144,7 @@ def init_rpc(
         changes["codecs"] = tuple(codecs)
     if rpc_timeout is not None:
         changes["rpc_timeout"] = rpc_timeout
-    agent = Agent(name, rank, world_size, replace(opts, **changes))
+    agent = Agent(name, rank, world_size, replace(opts, **changes), plugins.installed())
     agent.start()
     return agent
 
@@ -168,10 +171,10 @@ def remote(
     args: Sequence[Any] | None = None,
     kwargs: dict[str, Any] | None = None,
     timeout: float = UNSET_RPC_TIMEOUT,
-) -> RRef[Any]:
+) -> Any:
     """Run ``func`` on ``to`` and return an RRef to its result at once (rpc.remote)."""
-    agent = current_agent()
-    return agent.remote(agent.to_name(to), func, args or (), kwargs or {}, timeout)
+    run: Callable[..., Any] = plugins.require("remote")  # type: ignore[assignment]
+    return run(to, func, args, kwargs, timeout)
 
 
 def rpc_async(
@@ -180,10 +183,10 @@ def rpc_async(
     args: Sequence[Any] | None = None,
     kwargs: dict[str, Any] | None = None,
     timeout: float = UNSET_RPC_TIMEOUT,
-) -> RpcFuture[Any]:
+) -> Any:
     """Run ``func`` on ``to``; a Future of its result. A timeout of 0 waits forever."""
-    agent = current_agent()
-    return agent.rpc_async(agent.to_name(to), func, args or (), kwargs or {}, timeout)
+    run: Callable[..., Any] = plugins.require("rpc_async")  # type: ignore[assignment]
+    return run(to, func, args, kwargs, timeout)
 
 
 def rpc_sync(
@@ -211,3 +214,10 @@ def shutdown(graceful: bool = True, timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -
     """Stop this thread's worker; graceful: wait for every worker and report leaks (and dead
     workers). ``timeout`` > 0 bounds the wait, else the worker's ``shutdown_timeout``."""
     return current_agent().shutdown(graceful, timeout)
+
+
+def __getattr__(name: str) -> Any:
+    """The names the plug-ins add to this module (the RRef runtime's ``RRef``, ``RpcFuture``)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return plugins.export(name)

@@ -1,4 +1,4 @@
-"""Regenerate the golden RRef traces: each scenario of protoref.rref.scenarios, one fixed seed.
+"""Regenerate the golden RRef traces: each scenario of protoref.rref.sim.scenarios, one fixed seed.
 
     .venv/bin/python tests/rref/golden/regenerate.py [--out DIR]
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from protoref.rref.scenarios import SCENARIOS
-from protoref.rref.simulator import Simulator
+from protoref.rref.sim.scenarios import SCENARIOS
+from protoref.rref.sim.simulator import Simulator
 from protoref.tracing import JsonlSink
 
 HERE: Final = Path(__file__).resolve().parent

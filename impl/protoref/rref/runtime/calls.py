@@ -1,7 +1,9 @@
 """The application's calls on one worker: rpc.remote, rpc_async, to_here, RRef(value), drops.
 
-Each runs on the calling application thread under the core's lock (``act``): the core step
-happens there and the step's frames leave from there, the loop only reads and times. Timeouts
+The RRef plug-in runs every call of a worker (rpc_async's too: any payload may carry RRefs,
+which the protocol forks, under the same lock and clock as its other steps). Each runs on the
+calling application thread under the core's lock (``act``): the core step happens there and
+the step's frames leave from there, the loop only reads and times. Timeouts
 follow torch's: ``None`` or a negative value (torch's ``UNSET_RPC_TIMEOUT``, -1) means the
 worker's ``rpc_timeout``, 0 means none.
 """
@@ -12,34 +14,36 @@ import concurrent.futures as cf
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from protoref.autograd.node import Refused
-from protoref.futures import Future, outcome
 from protoref.ids import GloballyUniqueId
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.autograd_glue import AutogradGlue
-from protoref.rref.runtime.codec import decode_value, encode_value
-from protoref.rref.runtime.errors import (
+from protoref.rpc.agent import Agent
+from protoref.rpc.codec import decode_value, encode_value
+from protoref.rpc.current import WorkerInfo
+from protoref.rpc.errors import (
     CodecError,
     PeerDeadError,
     RemoteError,
     RPCError,
     RPCTimeoutError,
 )
+from protoref.rpc.futures import Future, outcome
+from protoref.rpc.link import corked
+from protoref.rpc.udf import is_async, qualified_name, resolve
+from protoref.rref.core import events as ev
+from protoref.rref.runtime import frames as rf
 from protoref.rref.runtime.handle import RRef
-from protoref.rref.runtime.liveness import Liveness
+from protoref.rref.runtime.node import Node
 from protoref.rref.runtime.node_core import settle
 from protoref.rref.runtime.proxy import invoke
-from protoref.rref.runtime.udf import is_async, qualified_name, resolve
 
 __all__ = ["Calls", "RpcFuture"]
 
-Gid = GloballyUniqueId
 T = TypeVar("T")
+
+Gid = GloballyUniqueId
 
 
 class RpcFuture(Future[T]):
-    """rpc_async's future: torch.futures.Future's API (protoref.futures.Future); ``wait``'s
+    """rpc_async's future: torch.futures.Future's API (protoref.rpc.futures.Future); ``wait``'s
     optional timeout raises :class:`RPCTimeoutError`."""
 
     def wait(self, timeout: float | None = None) -> T:
@@ -51,21 +55,48 @@ class RpcFuture(Future[T]):
             raise RPCTimeoutError(f"no result within {timeout} s") from err
 
 
-class Calls(AutogradGlue, Liveness):
-    """The API plumbing of a worker (torch's rpc.api functions, RRef methods' backends)."""
+class Calls:
+    """The API plumbing of a worker (torch's rpc.api functions, RRef methods' backends), on
+    ``agent``'s RPC layer, stepping ``node``."""
+
+    def __init__(self, agent: Agent, node: Node) -> None:
+        self.agent = agent
+        self.node = node
+        self.wraps = node.wraps
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+    @property
+    def closed(self) -> bool:
+        return self.agent.closed
+
+    def worker_info(self, name: str | int | None = None) -> WorkerInfo:
+        return self.agent.worker_info(name)
+
+    def act(self, fn: Callable[[], T]) -> T:
+        """Run an application operation on the calling thread under the core's lock: the step
+        happens here, only the socket writes go to the loop. (Waking the loop thread and
+        waiting for it doubled the latency of every call on a busy machine.)"""
+        self.agent.check_open()
+        node = self.node
+        with corked(), node.lock:  # its frames (and the drops') leave in one write per peer
+            node.apply_drops()  # a safe point: RRefs the application dropped go first
+            return fn()
 
     def _limit(self, timeout: float | None) -> float:
         """A call's timeout in seconds, 0 for none (torch: None/negative = the default)."""
-        return self.options.rpc_timeout if timeout is None or timeout < 0 else timeout
+        return self.agent.options.rpc_timeout if timeout is None or timeout < 0 else timeout
 
     def _check_call(self, to: str) -> None:
-        if self.stopping:
+        if self.agent.stopping:
             raise RPCError(f"{self.name} is shutting down: no new calls")
-        if to not in self.ranks:
+        if to not in self.agent.ranks:
             raise RPCError(  # torch's text
-                f"name:{self.name},rank:{self.rank} could not find destination name {to}"
+                f"name:{self.name},rank:{self.agent.rank} could not find destination name {to}"
             )
-        self.check_alive(to)
+        self.agent.liveness.check_alive(to)
 
     def create_local(self, value: Any, *, ready: bool = True) -> tuple[Gid, cf.Future[Any]]:
         """``CreateLocalRRef``: an OwnerRRef of ``value`` (``ready=False``: a value the caller
@@ -99,9 +130,9 @@ class Calls(AutogradGlue, Liveness):
             body = node.encode_call(name, args, kwargs, to)
             r = node.ctx.new_id()
             f = node.ctx.new_id(1) if to != self.name else r
-            wrapped = self.ag_wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
+            wrapped = self.wraps.wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
             if wrapped is not None:
-                self._ag_remotes[r] = wrapped
+                self.wraps.remotes[r] = wrapped
             step = node.apply(ev.Remote(dst=to), send=False)
             meta = None if wrapped is None else wrapped.meta
             for m in step.sent:
@@ -130,17 +161,17 @@ class Calls(AutogradGlue, Liveness):
             self._check_call(to)
             node = self.node
             body = node.encode_call(name, args, kwargs, to)
-            wrapped = self.ag_wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
+            wrapped = self.wraps.wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
             if to == self.name:  # no RRefs (the core refuses sharing with oneself): run here
                 a, k = node.decode_call(body, node.clock.lamport)
                 self._call_self(name, a, k, wrapped, future)
                 return
             call_id = node.add_call(to, future)
             if wrapped is not None:
-                self._ag_calls[call_id] = wrapped
+                self.wraps.calls[call_id] = wrapped
             meta = None if wrapped is None else wrapped.meta
-            self._send_frame(
-                to, fr.UserCall, stamp=node.clock.lamport, call_id=call_id, body=body, autograd=meta
+            self.agent.send_frame(
+                to, rf.UserCall, stamp=node.clock.lamport, call_id=call_id, body=body, autograd=meta
             )
             self._expire(call_id, limit)
 
@@ -161,20 +192,22 @@ class Calls(AutogradGlue, Liveness):
         key = None
         if wrapped is not None:
             try:
-                key = self.ag_request(wrapped.meta, (args, kwargs))
-            except Refused as refused:
-                self.ag_answered(wrapped, refused.meta, None)
+                key = self.wraps.request(wrapped.meta, (args, kwargs))
+            except self.wraps.refused as refused:
+                self.wraps.answered(wrapped, refused.meta, None)  # type: ignore[attr-defined]
                 settle(future, None, RemoteError("RuntimeError", str(refused)))
                 return
         fn_ = resolve(name)
-        udf = self._run_udf(self.ag_guarded(key, lambda: fn_(*args, **kwargs)), is_async(fn_))
+        udf = self.agent.pool.run_udf(
+            self.wraps.guarded(key, lambda: fn_(*args, **kwargs)), is_async(fn_)
+        )
 
         def done(d: cf.Future[Any]) -> None:
             value, error = outcome(d)
-            meta = self.ag_finish(key, value, raised=error is not None)
+            meta = self.wraps.finish(key, value, raised=error is not None)
             if meta is not None and meta.msg.type == "FWD_RESP":
                 value = self._copy_answer(value)
-            self.ag_answered(wrapped, meta, value)
+            self.wraps.answered(wrapped, meta, value)
             settle(future, value, error)
 
         udf.add_done_callback(done)
@@ -193,10 +226,9 @@ class Calls(AutogradGlue, Liveness):
     def run_local(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """Run ``fn`` on this worker's RPC pool with these very objects (no encoding): an RRef
         helper's call on the RRef's own owner (the core refuses to share an RRef with itself)."""
-        if self.closed:
-            raise RPCError(f"RPC on {self.name} is shut down")
+        self.agent.check_open()
         future: RpcFuture[Any] = RpcFuture()
-        udf = self._run_udf(lambda: fn(*args, **kwargs), is_async(fn))
+        udf = self.agent.pool.run_udf(lambda: fn(*args, **kwargs), is_async(fn))
         udf.add_done_callback(lambda d: settle(future, *outcome(d)))
         return future
 
@@ -231,12 +263,12 @@ class Calls(AutogradGlue, Liveness):
             with self.node.lock:
                 future = self.node.pop_call(call_id)
                 if future is not None:  # no answer: its autograd part fails too
-                    self.ag_call_done(call_id, None, None)
+                    self.wraps.call_done(call_id, None, None)
             settle(future, None, RPCTimeoutError(f"call {call_id} timed out after {limit} s"))
             self.node.on_step()
 
         if limit > 0:
-            self.node.later(lambda: self.loop.call_later(limit, fire))
+            self.node.later(lambda: self.agent.loop.call_later(limit, fire))
 
     def fetch(self, f: Gid, r: Gid, timeout: float | None) -> Any:
         limit = self._limit(timeout)
@@ -247,16 +279,16 @@ class Calls(AutogradGlue, Liveness):
             node = self.node
             user = node.ctx.users[f]
             owner.append(user.owner)
-            self.check_alive(user.owner)
-            wrapped = self.ag_wrap(user.owner, ())  # under a context: wrapped (autograd)
+            self.agent.liveness.check_alive(user.owner)
+            wrapped = self.wraps.wrap(user.owner, ())  # under a context: wrapped (autograd)
             meta = None if wrapped is None else wrapped.meta
             if f in node.ctx.fetched:  # the spec's bound: later fetches are plain calls
                 call_id = node.add_call(user.owner, future)
                 if wrapped is not None:
-                    self._ag_calls[call_id] = wrapped
-                self._send_frame(
+                    self.wraps.calls[call_id] = wrapped
+                self.agent.send_frame(
                     user.owner,
-                    fr.Refetch,
+                    rf.Refetch,
                     stamp=node.clock.lamport,
                     call_id=call_id,
                     rref=tuple(r),
@@ -265,7 +297,7 @@ class Calls(AutogradGlue, Liveness):
                 self._expire(call_id, limit)
                 return
             if wrapped is not None:
-                self._ag_fetches[f] = wrapped
+                self.wraps.fetches[f] = wrapped
             step = node.apply(ev.ToHere(f=f), send=False)
             for m in step.sent:
                 node.emit(m, node.clock.lamport, autograd=meta)

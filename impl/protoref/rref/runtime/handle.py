@@ -11,16 +11,59 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import weakref
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref.runtime.current import Worker, WorkerInfo, current_worker
+from protoref.rpc.current import WorkerInfo, current_worker
+from protoref.rpc.errors import RPCError
 from protoref.rref.runtime.proxy import RRefProxy
 
-__all__ = ["RRef", "WorkerInfo"]
+__all__ = ["RRef", "Worker", "WorkerInfo", "worker_calls"]
 
 T = TypeVar("T")
 Gid = GloballyUniqueId
+
+
+class Worker(Protocol):
+    """What a handle calls on its worker's RRef runtime (implemented by ``calls.Calls``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def create_local(self, value: Any) -> tuple[Gid, cf.Future[Any]]: ...
+
+    def release_user(self, f: Gid) -> None: ...
+
+    def release_owner(self, r: Gid) -> None: ...
+
+    def worker_info(self, name: str | int | None = None) -> WorkerInfo: ...
+
+    def proxy_call(
+        self,
+        rref: Any,
+        mode: str,
+        method: str,
+        args: Any,
+        kwargs: dict[str, Any],
+        *,
+        timeout: float | None,
+    ) -> Any: ...
+
+    def confirmed(self, f: Gid) -> bool: ...
+
+    def fetch(self, f: Gid, r: Gid, timeout: float | None) -> Any: ...
+
+
+def worker_calls() -> Worker:
+    """The calling thread's worker's RRef runtime (its ``rref`` plug-in's calls)."""
+    plugin = current_worker().maybe_plugin("rref")
+    if plugin is None:
+        raise RPCError("this worker runs no RRef plug-in")
+    calls: Worker = plugin.calls
+    return calls
 
 
 class RRef(Generic[T]):
@@ -30,7 +73,7 @@ class RRef(Generic[T]):
     _finalizer: weakref.finalize[[Gid], RRef[Any]] | None
 
     def __init__(self, value: T) -> None:
-        agent = current_worker()
+        agent = worker_calls()
         r, box = agent.create_local(value)
         self._init(agent, agent.name, r, None, box)
         self._finalizer = weakref.finalize(self, agent.release_owner, r)
@@ -118,8 +161,8 @@ class RRef(Generic[T]):
     def backward(self, dist_autograd_ctx_id: int = -1, retain_graph: bool = False) -> None:
         """torch's RRef.backward: a backward pass from the value (a scalar tensor): local on
         the owner (-1, gradients in ``.grad``) or distributed in the given context
-        (:mod:`protoref.autograd.rref_backward`)."""
-        from protoref.autograd.rref_backward import rref_backward  # noqa: PLC0415 - on use
+        (:mod:`protoref.autograd.runtime.rref_backward`)."""
+        from protoref.autograd.runtime.rref_backward import rref_backward  # noqa: PLC0415 - on use
 
         rref_backward(self, dist_autograd_ctx_id, retain_graph)
 

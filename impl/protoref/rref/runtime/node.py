@@ -17,10 +17,12 @@ import time
 from collections.abc import Collection
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
-from protoref.rref.machine import step as core_step
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.node_core import COMPACT_EVERY, PENDING, settle
+from protoref.rpc import frames as fr
+from protoref.rpc.handoff import PENDING
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import step as core_step
+from protoref.rref.runtime import frames as rf
+from protoref.rref.runtime.node_core import COMPACT_EVERY, settle
 from protoref.rref.runtime.node_inbox import NodeInbox
 from protoref.rref.trace import LoseFirstAttemptArgs, RetrySendArgs, make_event
 
@@ -77,7 +79,7 @@ class Node(NodeInbox):
                     self.sink.emit(make_event(lost, self.me, seq, lamport, self.ctx))
                 copy = m.model_copy(update={"dup": 2})
             new = self.next_id()
-            sent_on = self.send_frame(peer, fr.Proto, stamp=self.clock.lamport, msg=copy, ctl=new)
+            sent_on = self.send_frame(peer, rf.Proto, stamp=self.clock.lamport, msg=copy, ctl=new)
             self.unacked[new] = (copy, sent_on)
 
     # ------------------------------------------------------------------ application calls
@@ -128,8 +130,7 @@ class Node(NodeInbox):
         alive = f in self.ctx.pending_users if f != r else r in self.ctx.self_calls
         if alive:
             self.apply(ev.TimeOutRemote(r=r, f=f))
-            if self.agent is not None:  # autograd: the remote call got no answer
-                self.agent.ag_remote_done(r, None)
+            self.wraps.remote_done(r, None)  # a wrapped remote call got no answer
 
     def pass_barrier(self) -> None:
         """RRef.tla ``WaitAllWorkers`` on this context: one global step, logged once by the
@@ -167,19 +168,16 @@ class Node(NodeInbox):
         with self.lock:
             for call_id in [c for c, p in self.call_peers.items() if p == peer]:
                 settle(self.pop_call(call_id), None, error)
-                if self.agent is not None:  # autograd: no answer either
-                    self.agent.ag_call_done(call_id, None, None)
+                self.wraps.call_done(call_id, None, None)  # a wrapped call: no answer either
             users = self.ctx.users
             for f in [f for f in self.fetches if f in users and users[f].owner == peer]:
                 settle(self.fetches.pop(f), None, error)
-                if self.agent is not None:
-                    self.agent.ag_fetch_done(f, None, None)
+                self.wraps.fetch_done(f, None, None)
             for f in sorted(self.ctx.pending_users):
                 u = self.ctx.users[f]
                 if u.parent is None and u.owner == peer:
                     self.apply(ev.TimeOutRemote(r=u.rref, f=f))
-                    if self.agent is not None:
-                        self.agent.ag_remote_done(u.rref, None)
+                    self.wraps.remote_done(u.rref, None)
             for ctl in [c for c, (m, _) in self.unacked.items() if m.dst == peer]:
                 del self.unacked[ctl]
         self.on_step()

@@ -13,23 +13,23 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
-import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any
 
-from protoref.autograd.frames import AutogradMeta
+from protoref.autograd.runtime.frames import AutogradMeta
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
-from protoref.rref.machine import Step
-from protoref.rref.machine import step as core_step
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.codec import Codec
-from protoref.rref.runtime.errors import FrameError
-from protoref.rref.state import RRefContext
+from protoref.rpc.codec import Codec
+from protoref.rpc.handoff import LoopQueue
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import Step
+from protoref.rref.core.machine import step as core_step
+from protoref.rref.core.state import RRefContext
+from protoref.rref.runtime import frames as rf
+from protoref.rref.runtime.wraps import Wraps
 from protoref.rref.trace import make_event
 from protoref.tracing import NodeClock, NullSink, TraceSink
 
@@ -37,20 +37,16 @@ __all__ = [
     "COMPACT_EVERY",
     "DROP_SWEEP_SECONDS",
     "KEEP_ERRORS",
-    "PENDING",
     "NodeCore",
-    "post",
     "settle",
 ]
 
 Gid = GloballyUniqueId
-#: How many rejected frames / protocol errors a node keeps for inspection.
+#: How many protocol errors a node keeps for inspection.
 KEEP_ERRORS = 256
-#: ``send_frame``'s answer for a frame it handed to the loop thread (the link must be dialed
-#: first): the link generation it will go out on is not known yet. A retried message in
-#: ``unacked`` with this generation has not been written anywhere, so a new link must not
-#: re-send it (the original still leaves, on that link or a later one: see ``sent_on``).
-PENDING: Final = -1
+#: A retried message in ``unacked`` with the generation PENDING (protoref.rpc.handoff) has
+#: not been written anywhere, so a new link must not re-send it (the original still leaves, on
+#: that link or a later one: see ``sent_on``).
 #: Untraced workers forget finished UserRRefs every this many steps.
 COMPACT_EVERY = 256
 #: A dropped handle is applied at the latest this long after (when nothing else runs sooner).
@@ -58,13 +54,6 @@ COMPACT_EVERY = 256
 #: one, and each sweep costs the loop two wake-ups (arming it from the dropping thread, firing),
 #: so it is not made shorter than it needs to be.
 DROP_SWEEP_SECONDS = 0.02
-
-
-def post(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
-    """Hand a callback to the worker's loop from any thread; a loop already closed (the worker
-    shut down while a UDF was still running) has nobody left to tell."""
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(fn, *args)
 
 
 def settle(target: cf.Future[Any] | None, value: Any, error: BaseException | None) -> bool:
@@ -110,21 +99,19 @@ class NodeCore:
     #: or PENDING while the loop thread has yet to write it).
     unacked: dict[int, tuple[ev.Message, int]] = field(default_factory=dict)
     processed: dict[WorkerId, set[int]] = field(default_factory=dict)
-    rejected: deque[FrameError] = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
     protocol_errors: deque[ProtocolError] = field(default_factory=lambda: deque(maxlen=KEEP_ERRORS))
-    agent: Any = None  # the Agent (handles need it for their methods)
+    agent: Any = None  # the RRef plug-in's calls (handles need them for their methods)
+    #: The requests wrapped by another plug-in's call hook, waiting for their answers.
+    wraps: Wraps = field(default_factory=lambda: Wraps(None))
     on_step: Callable[[], None] = lambda: None  # shutdown waits re-check after every step
     frozen: bool = False  # set when the links close: late GC drops are not applied any more
     #: Guards the core state and the maps around it: application threads step the core
     #: themselves (no trip through the loop), the loop thread steps it for arriving frames.
     lock: threading.RLock = field(default_factory=threading.RLock)
-    loop: asyncio.AbstractEventLoop | None = None  # None: everything runs on one thread (tests)
-    loop_thread: int | None = None
+    #: The worker's loop-thread queue (its agent's, shared with the other plug-ins: one order).
+    queue: LoopQueue = field(default_factory=LoopQueue)
     _ids: int = 0
     _steps: int = 0
-    #: Callbacks handed to the loop thread, in order (see :meth:`handoff`).
-    _handoffs: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = field(default_factory=deque)
-    _drain_pending: bool = False
     #: rpc.remote deadlines, a heap of (deadline, tiebreak, r, f) (see Node.remote_timer), and
     #: the loop timer serving the earliest.
     _deadlines: list[tuple[float, int, Gid, Gid]] = field(default_factory=list)
@@ -235,46 +222,21 @@ class NodeCore:
                 del self.boxes[r]
 
     def on_loop(self) -> bool:
-        return self.loop_thread is None or threading.get_ident() == self.loop_thread
+        return self.queue.on_loop()
 
     def later(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn`` on the loop thread soon (now, if this is it: order is kept either way)."""
-        if self.on_loop():
-            fn(*args)
-        else:
-            self.handoff(fn, *args)
+        self.queue.later(fn, *args)
 
     def handoff(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn`` on the loop thread after everything handed off before it (any thread).
-
-        One queue in FIFO order for every thread, and one wake-up of the loop for a whole batch:
-        a round trip's remote call, its timer, its fetch and the previous RRef's delete, handed
-        off by the application thread while the loop sleeps, cost one self-pipe write and one
-        loop iteration (whose frames then leave in one socket write, see Link.send) instead of
-        one each. Race-free under the GIL: ``_drain`` clears the flag before it pops, so an
-        entry appended while the flag is set is popped by a drain that has not started yet."""
-        self._handoffs.append((fn, args))
-        if self._drain_pending:
-            return
-        self._drain_pending = True
-        if self.on_loop():
-            (self.loop or asyncio.get_running_loop()).call_soon(self._drain)
-        else:
-            assert self.loop is not None
-            post(self.loop, self._drain)
-
-    def _drain(self) -> None:
-        self._drain_pending = False
-        queue = self._handoffs
-        while queue:
-            fn, args = queue.popleft()
-            fn(*args)
+        """Run ``fn`` on the loop thread after everything handed off before it (any thread)."""
+        self.queue.handoff(fn, *args)
 
     def emit(
         self,
         m: ev.Message,
         stamp: int,
-        call: fr.CallBody | None = None,
+        call: rf.CallBody | None = None,
         autograd: AutogradMeta | None = None,
     ) -> None:
         """Send a message a step produced, from the thread that stepped (the caller holds the
@@ -287,7 +249,7 @@ class NodeCore:
         self,
         m: ev.Message,
         stamp: int,
-        call: fr.CallBody | None = None,
+        call: rf.CallBody | None = None,
         autograd: AutogradMeta | None = None,
     ) -> None:
         if m.dst == self.me:  # to self through the loop, never inline: it is a separate step
@@ -298,24 +260,24 @@ class NodeCore:
             return
         if m.type in ev.RETRIED:
             ctl = self.next_id()
-            gen = self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, ctl=ctl)
+            gen = self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, ctl=ctl)
             self.unacked[ctl] = (m, gen)
             return
-        self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, call=call, autograd=autograd)
+        self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, call=call, autograd=autograd)
 
     def _send_value_when_ready(self, m: ev.RRefFetchRet, stamp: int) -> None:
         # retrieveOwnerRRef replies once the OwnerRRef's value future has completed.
         box = self.boxes.get(m.rref)
         if box is None:
-            result = fr.Result(ok=False, error_type="RPCError", error=f"no value for {m.rref}")
-            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result)
+            result = rf.Result(ok=False, error_type="RPCError", error=f"no value for {m.rref}")
+            self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, result=result)
             return
 
         def ready(done: cf.Future[Any]) -> None:
             result = self._result_of(done, m.dst, allow_rrefs=False)
             # a fetch made under a context: its handler answers (wrapped if the value needs it)
             autograd = self.fetch_answered(m.fork, done, result)
-            self.send_frame(m.dst, fr.Proto, stamp=stamp, msg=m, result=result, autograd=autograd)
+            self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, result=result, autograd=autograd)
 
         if box.done():  # the common case: no extra trip through the loop
             ready(box)
@@ -340,7 +302,7 @@ class NodeCore:
         self,
         m: ev.Message,
         stamp: int,
-        call: fr.CallBody | None,
+        call: rf.CallBody | None,
         autograd: AutogradMeta | None = None,
     ) -> None:
         with self.lock:
@@ -375,7 +337,7 @@ class NodeCore:
 
     # ------------------------------------------------------------------ the layers above
 
-    def _result_of(self, done: cf.Future[Any], dst: WorkerId, *, allow_rrefs: bool) -> fr.Result:
+    def _result_of(self, done: cf.Future[Any], dst: WorkerId, *, allow_rrefs: bool) -> rf.Result:
         """A call's outcome as a frame's Result (node_payload.NodePayload)."""
         raise NotImplementedError
 
@@ -384,8 +346,8 @@ class NodeCore:
         peer: WorkerId,
         m: ev.Message,
         stamp: int,
-        call: fr.CallBody | None,
-        result: fr.Result | None,
+        call: rf.CallBody | None,
+        result: rf.Result | None,
         *,
         autograd: AutogradMeta | None = None,
     ) -> None:
@@ -393,7 +355,7 @@ class NodeCore:
         raise NotImplementedError
 
     def fetch_answered(
-        self, fork: Gid, done: cf.Future[Any], result: fr.Result
+        self, fork: Gid, done: cf.Future[Any], result: rf.Result
     ) -> AutogradMeta | None:
         """The autograd part of a fetch's reply (node_inbox.NodeInbox)."""
         raise NotImplementedError

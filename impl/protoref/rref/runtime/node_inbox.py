@@ -13,16 +13,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from protoref.autograd.frames import AutogradMeta
-from protoref.autograd.node import Refused
+from protoref.autograd.runtime.frames import AutogradMeta
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.errors import RemoteError, remote_error, remote_type_name
-from protoref.rref.runtime.link import corked
+from protoref.rpc import frames as fr
+from protoref.rpc.errors import RemoteError, remote_error, remote_type_name
+from protoref.rpc.link import corked
+from protoref.rpc.udf import is_async, resolve
+from protoref.rref.core import events as ev
+from protoref.rref.runtime import frames as rf
 from protoref.rref.runtime.node_payload import NodePayload
-from protoref.rref.runtime.udf import is_async, resolve
 
 __all__ = ["NodeInbox"]
 
@@ -45,7 +45,7 @@ class NodeInbox(NodePayload):
             log.warning("%s: frame %s from %s refused: %s", self.me, frame.kind, peer, err)
 
     def _dispatch(self, peer: WorkerId, frame: fr.Frame, ack: Callable[[int], None]) -> None:
-        if isinstance(frame, fr.Proto):
+        if isinstance(frame, rf.Proto):
             if frame.msg.src != peer or frame.msg.dst != self.me:
                 raise ProtocolError(
                     self.me,
@@ -72,20 +72,20 @@ class NodeInbox(NodePayload):
             for ctl in frame.ctls:
                 self.unacked.pop(ctl, None)
             self.on_step()
-        elif isinstance(frame, fr.UserCall):
+        elif isinstance(frame, rf.UserCall):
             self._merge(frame.stamp)
             self._user_call(peer, frame)
-        elif isinstance(frame, fr.UserReply):
+        elif isinstance(frame, rf.UserReply):
             self._merge(frame.stamp)
             target = self.pop_call(frame.call_id)
-            if self._ag_waits("_ag_calls", frame.call_id):  # wrapped: autograd sees it first
+            if frame.call_id in self.wraps.calls:  # wrapped: autograd sees it first
                 value = self._decoded(frame.result, frame.stamp)
-                self.agent.ag_call_done(frame.call_id, frame.autograd, value)
+                self.wraps.call_done(frame.call_id, frame.autograd, value)
                 self.outcome(frame.result, frame.stamp, target, value)
             else:
                 self.outcome(frame.result, frame.stamp, target)
             self.on_step()
-        elif isinstance(frame, fr.Refetch):
+        elif isinstance(frame, rf.Refetch):
             self._merge(frame.stamp)
             self._refetch(peer, frame)
         else:
@@ -99,8 +99,8 @@ class NodeInbox(NodePayload):
         peer: WorkerId,
         m: ev.Message,
         stamp: int,
-        call: fr.CallBody | None,
-        result: fr.Result | None,
+        call: rf.CallBody | None,
+        result: rf.Result | None,
         *,
         autograd: AutogradMeta | None = None,
     ) -> None:
@@ -112,61 +112,40 @@ class NodeInbox(NodePayload):
             self.apply(m, stamp)
             target = self.fetches.pop(m.fork, None)
             if result is None:
-                result = fr.Result(
+                result = rf.Result(
                     ok=False, error_type="RPCError", error="fetch reply without value"
                 )
-            if self._ag_waits("_ag_fetches", m.fork):  # a wrapped fetch: autograd sees it first
+            if m.fork in self.wraps.fetches:  # a wrapped fetch: autograd sees it first
                 value = self._decoded(result, stamp)
-                self.agent.ag_fetch_done(m.fork, autograd, value)
+                self.wraps.fetch_done(m.fork, autograd, value)
                 self.outcome(result, stamp, target, value)
             else:
                 self.outcome(result, stamp, target)
         elif isinstance(m, ev.PythonCall):
             raise ProtocolError(self.me, "GetOrCreateRRef", "PYTHON_CALL outside a call or reply")
         elif isinstance(m, ev.RRefFetchCall) and autograd is not None:
-            self.agent._ag_serving[m.fork] = self._ag_request(autograd, ())
+            self.wraps.serving[m.fork] = self.wraps.key_or_refusal(autograd, ())
             self.apply(m, stamp)
         else:
             self.apply(m, stamp)
-            if isinstance(m, ev.RemoteRet) and self._ag_waits("_ag_remotes", m.rref):
-                self.agent.ag_remote_done(m.rref, autograd)
-
-    def _ag_waits(self, table: str, key: object) -> bool:
-        """A wrapped request waits for this answer in the agent's ``table`` (a node without an
-        agent, in tests, has none)."""
-        return self.agent is not None and key in getattr(self.agent, table)
-
-    def _ag_request(self, meta: AutogradMeta | None, args: object) -> Any:
-        """The handler key of a wrapped request, or the refusal (a released context); None
-        for a request that is not wrapped."""
-        if meta is None or self.agent is None:
-            return None
-        try:
-            return self.agent.ag_request(meta, args)
-        except Refused as refused:
-            return refused
-
-    def _ag_guarded(self, key: Any, fn: Callable[[], Any]) -> Callable[[], Any]:
-        if key is None:
-            return fn
-        guarded: Callable[[], Any] = self.agent.ag_guarded(key, fn)
-        return guarded
+            if isinstance(m, ev.RemoteRet) and m.rref in self.wraps.remotes:
+                self.wraps.remote_done(m.rref, autograd)
 
     def fetch_answered(
-        self, fork: Gid, done: cf.Future[Any], result: fr.Result
+        self, fork: Gid, done: cf.Future[Any], result: rf.Result
     ) -> AutogradMeta | None:
         """The autograd part of the reply to a fetch made under a context: its handler
         finishes with the value (wrapped when it requires grad)."""
-        key = None if self.agent is None else self.agent._ag_serving.pop(fork, None)
+        key = self.wraps.serving.pop(fork, None)
         if key is None:
             return None
-        if isinstance(key, Refused):
-            return key.meta
+        if self.wraps.is_refusal(key):
+            return key.meta  # type: ignore[no-any-return]
         value = done.result() if result.ok else None
-        meta: AutogradMeta | None = self.agent.ag_finish(key, value, not result.ok)
+        meta: AutogradMeta | None = self.wraps.finish(key, value, not result.ok)
         return meta
 
-    def _decoded(self, result: fr.Result, stamp: int) -> Any:
+    def _decoded(self, result: rf.Result, stamp: int) -> Any:
         """A reply's value, decoded once (autograd attaches its recv function to its tensors
         before the caller's future sees it); None for an error."""
         return self.decode(result.value, result.forks, stamp, "result") if result.ok else None
@@ -175,7 +154,7 @@ class NodeInbox(NodePayload):
         self,
         m: ev.PythonRemoteCall,
         stamp: int,
-        call: fr.CallBody | None,
+        call: rf.CallBody | None,
         autograd: AutogradMeta | None = None,
     ) -> None:
         if call is None:
@@ -187,19 +166,21 @@ class NodeInbox(NodePayload):
             args, kwargs = self.decode_call(call, stamp)
             fn = resolve(call.fn)
         except Exception as err:  # the UDF fails before it runs: stored in the RRef, as PyTorch
-            if autograd is not None and self.agent is not None:
-                self.agent._ag_creating[r] = self._ag_request(autograd, None)
+            if autograd is not None:
+                self.wraps.creating[r] = self.wraps.key_or_refusal(autograd, None)
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            key = self._ag_request(autograd, (args, kwargs))
+            key = self.wraps.key_or_refusal(autograd, (args, kwargs))
             if key is not None:
-                self.agent._ag_creating[r] = key
-            if isinstance(key, Refused):
+                self.wraps.creating[r] = key
+            if self.wraps.is_refusal(key):
                 udf = cf.Future()
                 udf.set_exception(RemoteError("RuntimeError", str(key)))
             else:
-                udf = self.run_udf(self._ag_guarded(key, lambda: fn(*args, **kwargs)), is_async(fn))
+                udf = self.run_udf(
+                    self.wraps.guarded(key, lambda: fn(*args, **kwargs)), is_async(fn)
+                )
         self.when_done(udf, self._remote_done, m, stamp)
 
     def _remote_done(self, m: ev.PythonRemoteCall, stamp: int, done: cf.Future[Any]) -> None:
@@ -213,10 +194,11 @@ class NodeInbox(NodePayload):
         self.computing.discard(m.rref)
         # a remote call made under a context: its handler finishes (the value stays here, so
         # the answer is never wrapped) and REMOTE_RET carries the answer's autograd part
-        key = None if self.agent is None else self.agent._ag_creating.pop(m.rref, None)
-        meta = key.meta if isinstance(key, Refused) else None
-        if key is not None and not isinstance(key, Refused):
-            meta = self.agent.ag_finish(key, None, done.exception() is not None)
+        key = self.wraps.creating.pop(m.rref, None)
+        refused = self.wraps.is_refusal(key)
+        meta = key.meta if refused else None
+        if key is not None and not refused:
+            meta = self.wraps.finish(key, None, done.exception() is not None)
         try:
             step = self.apply(m, stamp, send=meta is None)
             if meta is not None:
@@ -237,30 +219,32 @@ class NodeInbox(NodePayload):
                         else remote_error(remote_type_name(exc), str(exc))
                     )
 
-    def _user_call(self, peer: WorkerId, frame: fr.UserCall) -> None:
+    def _user_call(self, peer: WorkerId, frame: rf.UserCall) -> None:
         body = frame.body
         key: Any = None
         try:
             args, kwargs = self.decode_call(body, frame.stamp)
             fn = resolve(body.fn)
         except Exception as err:
-            key = self._ag_request(frame.autograd, None)
+            key = self.wraps.key_or_refusal(frame.autograd, None)
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            key = self._ag_request(frame.autograd, (args, kwargs))
-            if isinstance(key, Refused):
+            key = self.wraps.key_or_refusal(frame.autograd, (args, kwargs))
+            if self.wraps.is_refusal(key):
                 udf = cf.Future()
                 udf.set_exception(RemoteError("RuntimeError", str(key)))
             else:
-                udf = self.run_udf(self._ag_guarded(key, lambda: fn(*args, **kwargs)), is_async(fn))
+                udf = self.run_udf(
+                    self.wraps.guarded(key, lambda: fn(*args, **kwargs)), is_async(fn)
+                )
 
         def reply(done: cf.Future[Any]) -> None:
             result = self._result_of(done, peer, allow_rrefs=True)
             autograd = self._ag_answer(key, done, result)
             self.send_frame(
                 peer,
-                fr.UserReply,
+                rf.UserReply,
                 stamp=self.clock.lamport,
                 call_id=frame.call_id,
                 result=result,
@@ -269,27 +253,27 @@ class NodeInbox(NodePayload):
 
         self.when_done(udf, reply)
 
-    def _ag_answer(self, key: Any, done: cf.Future[Any], result: fr.Result) -> AutogradMeta | None:
+    def _ag_answer(self, key: Any, done: cf.Future[Any], result: rf.Result) -> AutogradMeta | None:
         """The autograd part of a wrapped request's reply (None for an unwrapped one)."""
         if key is None:
             return None
-        if isinstance(key, Refused):
-            return key.meta
+        if self.wraps.is_refusal(key):
+            return key.meta  # type: ignore[no-any-return]
         value = done.result() if result.ok else None
-        meta: AutogradMeta | None = self.agent.ag_finish(key, value, not result.ok)
+        meta: AutogradMeta | None = self.wraps.finish(key, value, not result.ok)
         return meta
 
-    def _refetch(self, peer: WorkerId, frame: fr.Refetch) -> None:
+    def _refetch(self, peer: WorkerId, frame: rf.Refetch) -> None:
         r = Gid(*frame.rref)
         box = self.boxes.get(r)
-        key = self._ag_request(frame.autograd, ())
+        key = self.wraps.key_or_refusal(frame.autograd, ())
 
         def reply(done: cf.Future[Any]) -> None:
             result = self._result_of(done, peer, allow_rrefs=False)
             autograd = self._ag_answer(key, done, result)
             self.send_frame(
                 peer,
-                fr.UserReply,
+                rf.UserReply,
                 stamp=self.clock.lamport,
                 call_id=frame.call_id,
                 result=result,

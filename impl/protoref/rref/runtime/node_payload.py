@@ -13,21 +13,21 @@ from typing import Any
 
 from protoref.errors import ProtocolError
 from protoref.ids import WorkerId
-from protoref.rref import events as ev
-from protoref.rref.machine import step as core_step
-from protoref.rref.runtime import frames as fr
-from protoref.rref.runtime.codec import decode_value, encode_value
-from protoref.rref.runtime.errors import CodecError, RemoteError, remote_error, remote_type_name
+from protoref.rpc.codec import decode_value, encode_value
+from protoref.rpc.errors import CodecError, RemoteError, remote_error, remote_type_name
+from protoref.rref.core import events as ev
+from protoref.rref.core.machine import step as core_step
+from protoref.rref.runtime import frames as rf
 from protoref.rref.runtime.handle import RRef
 from protoref.rref.runtime.node_core import NodeCore, settle
 
 __all__ = ["NodePayload", "error_result"]
 
 
-def error_result(exc: BaseException) -> fr.Result:
+def error_result(exc: BaseException) -> rf.Result:
     if isinstance(exc, RemoteError):
-        return fr.Result(ok=False, error_type=exc.remote_type, error=exc.remote_message)
-    return fr.Result(ok=False, error_type=remote_type_name(exc), error=str(exc))
+        return rf.Result(ok=False, error_type=exc.remote_type, error=exc.remote_message)
+    return rf.Result(ok=False, error_type=remote_type_name(exc), error=str(exc))
 
 
 class NodePayload(NodeCore):
@@ -79,7 +79,7 @@ class NodePayload(NodeCore):
         handles = [self.unpickle(m, stamp) for m in forks]
         return decode_value(data, self.codecs, lambda i: handles[i], path=path)
 
-    def decode_call(self, body: fr.CallBody, stamp: int) -> tuple[list[Any], dict[str, Any]]:
+    def decode_call(self, body: rf.CallBody, stamp: int) -> tuple[list[Any], dict[str, Any]]:
         handles = [self.unpickle(m, stamp) for m in body.forks]
         args = decode_value(body.args, self.codecs, lambda i: handles[i], path="args")
         kwargs = decode_value(body.kwargs, self.codecs, lambda i: handles[i], path="kwargs")
@@ -87,9 +87,9 @@ class NodePayload(NodeCore):
 
     def encode_call(
         self, fn: str, args: Sequence[Any], kwargs: dict[str, Any], dst: WorkerId
-    ) -> fr.CallBody:
+    ) -> rf.CallBody:
         (a, k), forks = self.encode_parts([(list(args), "args"), (dict(kwargs), "kwargs")], dst)
-        return fr.CallBody(fn=fn, args=a, kwargs=k, forks=forks)
+        return rf.CallBody(fn=fn, args=a, kwargs=k, forks=forks)
 
     def unpickle(self, m: ev.PythonCall, stamp: int) -> RRef[Any]:
         """``GetOrCreateRRef``: an RRef received in a call or reply becomes a handle here."""
@@ -102,14 +102,14 @@ class NodePayload(NodeCore):
             return RRef._owner_side(self.agent, m.rref, box, held=False)
         return RRef._user_side(self.agent, m.owner, m.rref, m.fork)
 
-    def _result_of(self, done: cf.Future[Any], dst: WorkerId, *, allow_rrefs: bool) -> fr.Result:
+    def _result_of(self, done: cf.Future[Any], dst: WorkerId, *, allow_rrefs: bool) -> rf.Result:
         exc = done.exception()
         if exc is not None:
             return error_result(exc)
         try:
             if allow_rrefs:
                 value, forks = self.encode(done.result(), dst, "result")
-                return fr.Result(ok=True, value=value, forks=forks)
+                return rf.Result(ok=True, value=value, forks=forks)
             value = encode_value(
                 done.result(),
                 self.codecs,
@@ -117,12 +117,12 @@ class NodePayload(NodeCore):
                 path="result",
                 is_rref=lambda v: isinstance(v, RRef),
             )
-            return fr.Result(ok=True, value=value)
+            return rf.Result(ok=True, value=value)
         except (ProtocolError, Exception) as err:  # the result is refused, not the link
             return error_result(err)
 
     def outcome(
-        self, result: fr.Result, stamp: int, target: cf.Future[Any] | None, *decoded: Any
+        self, result: rf.Result, stamp: int, target: cf.Future[Any] | None, *decoded: Any
     ) -> None:
         """Complete ``target`` with the reply's value (``decoded``: already decoded, once)."""
         if result.ok:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from protoref.futures import Future
-from protoref.rref.runtime.udf import async_execution, is_async
+from protoref.rpc.futures import Future
+from protoref.rpc.udf import async_execution, is_async
 
 __all__ = ["RRefProxy", "invoke"]
 

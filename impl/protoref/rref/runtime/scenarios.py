@@ -1,6 +1,6 @@
 """The design note's four scenarios (note §1.6) and a self remote, as API scripts run by A.
 
-Workers ``w0`` (A), ``w1`` (B, the owner) and ``w2`` (C), as in :mod:`protoref.rref.scenarios`.
+Workers ``w0`` (A), ``w1`` (B, the owner) and ``w2`` (C), as in :mod:`protoref.rref.sim.scenarios`.
 Steps the note gives to B run on B as UDFs (``*_on_b``), so every function here has an
 importable name (a function in ``__main__`` has none another process can import).
 """
@@ -62,7 +62,7 @@ def self_remote() -> None:
     rpc.rpc_sync(B, self_remote_on_b)
 
 
-#: Scenario name -> the script A runs (names as in protoref.rref.scenarios).
+#: Scenario name -> the script A runs (names as in protoref.rref.sim.scenarios).
 SCENARIOS: Final[dict[str, Callable[[], None]]] = {
     "user_to_owner_return": user_to_owner_return,
     "user_to_owner_arg": user_to_owner_arg,

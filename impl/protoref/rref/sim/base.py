@@ -3,7 +3,7 @@
 :class:`SimBase` holds the seeded generator, the workers' contexts, the network and the trace
 sink, and applies one core step (:meth:`SimBase._apply`: state, sends, history, one trace event,
 invariant checks). The module globals ``core_step`` and ``machine`` are how every part of the
-simulator calls the core, so :mod:`protoref.rref.faults` can plant a fault in one place.
+simulator calls the core, so :mod:`protoref.rref.sim.faults` can plant a fault in one place.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any, Final, Literal, TypeAlias
 from pydantic import JsonValue
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
-from protoref.rref import invariants, machine
-from protoref.rref.machine import Step
-from protoref.rref.machine import step as core_step
-from protoref.rref.state import Leak, Pair, RRefContext
+from protoref.rref.core import events as ev
+from protoref.rref.core import invariants, machine
+from protoref.rref.core.machine import Step
+from protoref.rref.core.machine import step as core_step
+from protoref.rref.core.state import Leak, Pair, RRefContext
 from protoref.rref.trace import ActionArgs, EventEncoder, make_event
 from protoref.tracing import (
     SCHEMA_VERSION,

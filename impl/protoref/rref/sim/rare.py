@@ -23,7 +23,7 @@ from typing import Any
 
 from protoref.errors import ProtocolError
 from protoref.ids import WorkerId
-from protoref.rref.machine import Step
+from protoref.rref.core.machine import Step
 from protoref.rref.sim import base
 from protoref.rref.sim.base import SimBase
 

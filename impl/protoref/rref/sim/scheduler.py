@@ -10,7 +10,7 @@ interleaved with deliveries and with the application dropping some references), 
 phase in which the application drops every reference and the network empties; it ends with the
 leak-free quiescence check (R9) and, in test mode, checks the spec's invariants after every step.
 
-Every run is reproducible from its seed: ``python -m protoref.rref.simulator --seed N``.
+Every run is reproducible from its seed: ``python -m protoref.rref.sim.simulator --seed N``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from bisect import bisect
 from itertools import accumulate
 
 from protoref.errors import LeakError
-from protoref.rref import invariants
+from protoref.rref.core import invariants
 from protoref.rref.sim.base import _NO_OPTIONS, MAX_DRAIN_STEPS, Mode, Options, RunSummary
 from protoref.rref.sim.rare import RarePaths
 from protoref.rref.sim.shutdown import ShutdownSteps

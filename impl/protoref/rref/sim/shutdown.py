@@ -10,7 +10,7 @@ from functools import partial
 
 from protoref.errors import LeakError
 from protoref.ids import WorkerId
-from protoref.rref import events as ev
+from protoref.rref.core import events as ev
 from protoref.rref.sim import base
 from protoref.rref.sim.base import BARRIER, MAX_DRAIN_STEPS, SimBase
 from protoref.rref.trace import WaitAllWorkersArgs

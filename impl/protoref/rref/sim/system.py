@@ -13,10 +13,10 @@ from collections.abc import Callable
 from functools import partial
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref import events as ev
+from protoref.rref.core import events as ev
+from protoref.rref.core.state import RRefContext
 from protoref.rref.sim import base
 from protoref.rref.sim.base import Options, SimBase
-from protoref.rref.state import RRefContext
 from protoref.rref.trace import LoseFirstAttemptArgs, RetrySendArgs
 
 __all__ = ["SystemSteps"]

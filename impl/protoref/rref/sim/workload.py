@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from protoref.ids import GloballyUniqueId, WorkerId
+from protoref.rref.core.state import RRefContext
 from protoref.rref.sim import base
 from protoref.rref.sim.base import AppAction, AppOptions, Mode, SimBase
-from protoref.rref.state import RRefContext
 
 __all__ = ["Workload"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import ClassVar, Self, TypeAlias
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref.events import Message
+from protoref.rref.core.events import Message
 from protoref.tracing import FrozenModel, trusted
 
 __all__ = [

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from protoref.ids import GloballyUniqueId, WorkerId
-from protoref.rref.events import Message, MessageBase
-from protoref.rref.state import RRefContext, UserRRef
+from protoref.rref.core.events import Message, MessageBase
+from protoref.rref.core.state import RRefContext, UserRRef
 from protoref.rref.trace.args import ActionArgs
 from protoref.rref.trace.events import ACTION_ARGS, DELTAS, HISTORY, SHAPES, new_keys
 from protoref.rref.trace.post import _Post

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import Field, TypeAdapter
 
 from protoref.ids import WorkerId
-from protoref.rref.events import Message
-from protoref.rref.state import RRefContext
+from protoref.rref.core.events import Message
+from protoref.rref.core.state import RRefContext
 from protoref.rref.trace import args as a
 from protoref.rref.trace import post as p
 from protoref.rref.trace.args import ActionArgs

@@ -10,8 +10,8 @@ from pydantic import BeforeValidator, ConfigDict, WrapSerializer
 from pydantic.alias_generators import to_camel
 
 from protoref.ids import GloballyUniqueId
-from protoref.rref.events import Message
-from protoref.rref.state import Pair, Parked, UserRRef
+from protoref.rref.core.events import Message
+from protoref.rref.core.state import Pair, Parked, UserRRef
 from protoref.tracing import (
     DELTA,
     DELTA_OR_WHOLE,

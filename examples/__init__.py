@@ -1,0 +1,1 @@
+"""Demos and entry points over protoref's runtimes, run as ``python -m examples.<name>``."""

@@ -1,0 +1,48 @@
+"""The values of one context on one worker, beside the core's protocol state.
+
+The core (:class:`~protoref.autograd.core.state.Container`) knows a context's send and recv
+functions as the spec's records; the engine's objects they stand for, and the gradients
+accumulated into this worker's leaves (torch's ``accumulatedGrads_``, keyed by the leaf
+itself), live here, one :class:`ContextData` per context the container holds, erased with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protoref.autograd.core.ids import AutogradId
+from protoref.autograd.runtime.engine import RecvRpcBackward, SendRpcBackward, Tensor
+
+__all__ = ["ContextData"]
+
+
+@dataclass
+class ContextData:
+    """The engine's side of context ``ctx`` on one worker."""
+
+    ctx: AutogradId
+    sends: dict[AutogradId, SendRpcBackward] = field(default_factory=dict)
+    recvs: dict[AutogradId, RecvRpcBackward] = field(default_factory=dict)
+    #: Leaf -> its accumulated gradient (identity keys, as torch's are).
+    grads: dict[Tensor, float] = field(default_factory=dict)
+    #: The backward pass this worker is in (1 for the first), and whether it retains the graph.
+    pass_no: int = 0
+    retain_graph: bool = False
+    #: The first error of this worker's part of the pass (or a flood child's), for the root.
+    error: str = ""
+
+    def accumulate(self, leaf: Tensor, grad: float) -> None:
+        self.grads[leaf] = self.grads.get(leaf, 0.0) + grad
+
+    def gradients(self) -> dict[Tensor, Tensor]:
+        """``get_gradients``: leaf -> a new tensor holding its accumulated gradient."""
+        return {leaf: Tensor(g) for leaf, g in self.grads.items()}
+
+    def new_pass(self, pass_no: int, retain_graph: bool) -> None:
+        """Start pass ``pass_no``: recv functions start from zero again; leaves keep theirs
+        (passes accumulate, as torch's do since PR #32506)."""
+        self.pass_no = pass_no
+        self.retain_graph = retain_graph
+        self.error = ""
+        for recv in self.recvs.values():
+            recv.grads = [0.0] * len(recv.grads)
