@@ -23,7 +23,12 @@ from typing import Any, Final, Self, cast
 from protoref.rpc import current, futures
 from protoref.rpc import frames as fr
 from protoref.rpc.codec import Codec
-from protoref.rpc.errors import FrameError, PeerDiscoveryError, RPCError
+from protoref.rpc.errors import (
+    AuthenticationRefusedError,
+    FrameError,
+    PeerDiscoveryError,
+    RPCError,
+)
 from protoref.rpc.handoff import PENDING, LoopQueue
 from protoref.rpc.hooks import Handler, Plugin, PluginClass
 from protoref.rpc.link import Link
@@ -248,6 +253,8 @@ class Agent:
         error.__context__ = error.__cause__ = None
         self.rejected.append(error.with_traceback(None))
         log.warning("%s: %s", self.name, error)
+        if isinstance(error, AuthenticationRefusedError):
+            self.peers.refused(error)  # while joining: say so at once (issue 28 s4)
 
     def welcome_state(self, peer: str) -> tuple[int, tuple[int, ...]]:
         for plugin in self.plugins:

@@ -27,7 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from protoref.rpc import wire
-from protoref.rpc.errors import AuthenticationError, FrameError, HandshakeLimitError
+from protoref.rpc.errors import (
+    AuthenticationError,
+    AuthenticationRefusedError,
+    FrameError,
+    HandshakeLimitError,
+)
 from protoref.rpc.frames import Challenge, Frame, Hello, Welcome
 from protoref.rpc.link import BROKEN as _BROKEN
 from protoref.rpc.link import Link, read_raw
@@ -312,7 +317,13 @@ class Transport:
             writer.write(
                 wire.pack(Hello(name=self.name, nonce=nonce, mac=mac).model_dump_json().encode())
             )
-            raw = await read_raw(reader, peer, self.max_frame_bytes)
+            try:
+                raw = await read_raw(reader, peer, self.max_frame_bytes)
+            except _BROKEN as err:
+                # The acceptor closes, without a word, a Hello whose MAC it does not accept.
+                raise AuthenticationRefusedError(
+                    peer, "it closed the connection after our Hello: it refused our authentication"
+                ) from err
             welcome = wire.parse_handshake(peer, raw, Welcome)
             assert isinstance(welcome, Welcome)
             good = wire.welcome_mac(self.secret, self.name, challenge.nonce, nonce)
