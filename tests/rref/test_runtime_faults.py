@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from protoref.rpc.options import free_port
-from support.programs import PROGRAMS, finish, program_env, stop
+from support.programs import PROGRAMS, finish, program_env, start, stop
 from tracecheck.replay.validate import validate_traces
 from tracecheck.traces.load import load_trace, merge_traces
 
@@ -238,3 +238,22 @@ def test_shutdown_after_a_worker_is_killed_names_only_that_worker(tmp_path: Path
     wrong = [n for n in named if n != [["worker1"], ["worker1"]]]
     print(f"\n{NAMING_RUNS - len(wrong)} of {NAMING_RUNS} runs named worker1 alone: {named}")
     assert wrong == []
+
+
+def test_graceful_shutdown_waits_for_a_master_still_calling(tmp_path: Path) -> None:
+    """Issue 28 s3: followers that call rpc.shutdown() at once used to leave after the 60 s
+    shutdown_timeout while the master still called them; torch waits. Graceful shutdown is now
+    unbounded unless the caller asks (a death ends it: the kill tests above), so the master's
+    calls go on succeeding for 61 s and every worker shuts down cleanly."""
+    env = {**program_env(tmp_path / "home"), "CALL_FOR": "61"}
+    procs = start(PROGRAMS / "followers_leave_at_once.py", 3, env)
+    try:
+        outs = finish(procs, timeout=240)
+    finally:
+        stop(procs)
+    results = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+    master = results[0]
+    print(f"\nthe master's calls over 61 s: {master['ok']} ok, first failure {master['failed']}")
+    assert master["failed"] is None
+    assert master["ok"] > 0
+    assert [r["leak_free"] for r in results] == [True, True, True], results
