@@ -107,7 +107,8 @@ def test_a_property_without_teeth_is_reported() -> None:
     table, missing = gen.teeth_table(manifest)
     assert missing == ["ErrorsReachRootInv"]
     assert "| `ErrorsReachRootInv` | **missing** |" in table
-    reasons = {**manifest, "no_teeth": {"ErrorsReachRootInv": "a planted reason"}}
+    planted = {**MANIFEST.get("no_teeth", {}), "ErrorsReachRootInv": "a planted reason"}
+    reasons = {**manifest, "no_teeth": planted}
     table, missing = gen.teeth_table(reasons)
     assert missing == []
     assert "none can: a planted reason" in table

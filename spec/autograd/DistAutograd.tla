@@ -59,7 +59,8 @@
 (*      "tombstone"  a worker remembers the ids it released (or saw a      *)
 (*                   cleanup for) and getOrCreateContext refuses them      *)
 (*                   (kept as a per-creator watermark under Watermark,     *)
-(*                   the research note's alternative);                     *)
+(*                   the research note's alternative; bounded by the       *)
+(*                   creators' horizons under Horizon, issue 28);          *)
 (*      "defer"      a cleanup, and the creator's own release, wait until  *)
 (*                   the worker's running handlers of the context finish; *)
 (*      "skipSender" the cascade sends the cleanup neither back to the     *)
@@ -138,7 +139,11 @@ VARIABLES
     pending,   \* [Workers -> SUBSET (CtxIds \X MsgIds)]: the application threads' futures
     detached,  \* [Workers -> SUBSET (CtxIds \X MsgIds)]: futures of nested calls no UDF awaits
     net,       \* set of MsgRec: messages in flight (retry copies are distinct records)
-    tomb,      \* [Workers -> SUBSET CtxIds]: Reference: ids released here or cleaned up
+    tomb,      \* [Workers -> SUBSET CtxIds]: Reference: ids released here or cleaned up;
+               \* under Horizon a record [ids, hz]: those ids, and per creator x the newest
+               \* horizon <<n, open>> of x the worker heard (every id of x below n but those
+               \* in open is dead); a record, not a new variable, so that the models without
+               \* Horizon keep their state space, figures and counterexamples
     released,  \* history: <<w, c>>: w erased c at least once
     late,      \* history: <<c, "error"|"found">>: a call with c after its block exited
     alive,     \* [Workers -> BOOLEAN]
@@ -173,6 +178,12 @@ RootFn == <<-1, 0>>           \* the graph root (the loss) among a context's fun
 TaskStates == {"run", "err", "done", "fail"}
 Reference == Variant = "Reference"
 Fixed(f) == Reference /\ f \notin RefAblations
+\* Tombstones bounded by horizons (issue 28 section 7; see Covered below):
+\* definitions a model overrides in its cfg (`Horizon = TRUE`), so models
+\* without the scheme keep their constants.
+Horizon == FALSE
+HorizonOpen == TRUE
+NoHorizon == <<0, {}>>
 \* The parts of the Echo backward, removable the same way: "zeroDead" (a
 \* recv function nothing consumes, or one of a failed graph task, fires a
 \* zero gradient), "flood" (the BACKWARD_START flood and its
@@ -205,9 +216,13 @@ Msg(t, c, m, rq, s, d, f) ==
     [type |-> t, ctx |-> c, mid |-> m, req |-> rq, src |-> s, dst |-> d, flag |-> f,
      trig |-> NoWorker, pass |-> 0, dup |-> 0]
 BwdMsg(t, c, m, p, s, d, f) == [Msg(t, c, m, None, s, d, f) EXCEPT !.pass = p]
-CleanupMsg(c, s, d, tr) ==
-    [type |-> "CLEANUP", ctx |-> c, mid |-> None, req |-> None, src |-> s, dst |-> d,
-     flag |-> TRUE, trig |-> tr, pass |-> 0, dup |-> 0]
+\* Horizon: a cleanup also carries hz, its creator's horizon (HorizonOf).
+CleanupMsg(c, s, d, tr, hz) ==
+    IF Horizon
+    THEN [type |-> "CLEANUP", ctx |-> c, mid |-> None, req |-> None, src |-> s, dst |-> d,
+          flag |-> TRUE, trig |-> tr, pass |-> 0, dup |-> 0, hz |-> hz]
+    ELSE [type |-> "CLEANUP", ctx |-> c, mid |-> None, req |-> None, src |-> s, dst |-> d,
+          flag |-> TRUE, trig |-> tr, pass |-> 0, dup |-> 0]
 
 KnownOf(w, c) == {e[2] : e \in {x \in known[w] : x[1] = c}}
 SendsOf(w, c) == {s \in sends[w] : s.ctx = c}
@@ -251,14 +266,53 @@ LossChoices == IF UnusedSends /\ BackwardMode # "off" THEN BOOLEAN ELSE {TRUE}
 \* c's creator up to c's (one number per creator: "every id below n is dead").
 Tombs(c) ==
     IF Watermark THEN {x \in CtxIds : x[1] = c[1] /\ x[2] <= c[2]} ELSE {c}
-Refused(w, c) == Fixed("tombstone") /\ c \in tomb[w]
+\* The Horizon scheme (issue 28, section 7): tombstones bounded.  A set of
+\* every released id grows by one per context; a watermark per creator is
+\* unsound with two threads (MCDistAutograd_refWatermark).  Instead each
+\* cleanup carries its creator's horizon at the release, <<nextCtx, the
+\* creator's contexts still open>>: every id below the counter that is not
+\* open is dead, and stays dead.  A worker keeps the newest horizon of each
+\* creator (the larger counter; equal counters: the smaller open set) and drops
+\* the tombstones it covers, so what it remembers per creator is at most one
+\* open context per thread (HorizonBoundInv), and explicit tombstones are
+\* left only for contexts of crashed creators (TombBoundInv).  HorizonOpen =
+\* FALSE is the ablation "every id below the counter is dead" (the low
+\* watermark without the open set), which refuses a live context
+\* (MCDistAutograd_refHorizonNoOpen: RefusedOnlyDeadInv).
+\* The horizon of w's own contexts after w erased c (ReleaseContext): its
+\* counter and the contexts of its threads still open.
+OwnHorizon(w, c) ==
+    <<nextCtx[w], IF HorizonOpen THEN {x \in ctxs[w] \ {c} : Creator(x) = w} ELSE {}>>
+\* The newer of two horizons of one creator (counters only grow; the open set
+\* of a later horizon with the same counter is a subset of the earlier one's).
+NewerHorizon(h, m) ==
+    IF m[1] > h[1] THEN m ELSE IF m[1] = h[1] THEN <<h[1], h[2] \cap m[2]>> ELSE h
+\* c is dead by the horizon hw (w's horizons, a function of the creators).
+Covered(hw, c) ==
+    /\ Horizon /\ Creator(c) \in Workers
+    /\ c[2] < hw[Creator(c)][1] /\ c \notin hw[Creator(c)][2]
+\* What w keeps of a set of tombstones once its horizons are hw.
+Compact(S, hw) == {x \in S : ~Covered(hw, x)}
+\* The explicit tombstones of a worker's tomb (a set, or under Horizon its ids).
+TombIds(t) == IF Horizon THEN t.ids ELSE t
+\* w's horizons (Horizon only; an empty tuple, never read, otherwise).
+HorizonsOf(w) == IF Horizon THEN tomb[w].hz ELSE <<>>
+\* w's tomb holding the tombstones S and the horizons hw, compacted.
+NewTomb(S, hw) == IF Horizon THEN [ids |-> Compact(S, hw), hz |-> hw] ELSE S
+Refused(w, c) ==
+    Fixed("tombstone") /\ (c \in TombIds(tomb[w]) \/ (Horizon /\ Covered(tomb[w].hz, c)))
+\* w's horizons after taking in the one a cleanup carries (its hz field).
+Heard(w, msg) ==
+    IF Horizon /\ Creator(msg.ctx) \in Workers
+    THEN [tomb[w].hz EXCEPT ![Creator(msg.ctx)] = NewerHorizon(@, msg.hz)]
+    ELSE HorizonsOf(w)
 
 \* Erase c on w (eraseContextIdAndReset): the context and everything it held.
 \* The graph task lives in the context, but PyTorch's DistEngine keeps the id
 \* in initializedContextIds_ until cleanupBackwardPass: a release does not
 \* end a running pass there (observed on torch 2.13: num_current_backward_passes
 \* stays 1 on a worker whose context is gone).
-EraseCtx(w, c) ==
+EraseCtx(w, c, hw) ==
     /\ ctxs' = [ctxs EXCEPT ![w] = @ \ {c}]
     /\ known' = [known EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ sends' = [sends EXCEPT ![w] = {s \in @ : s.ctx # c}]
@@ -273,14 +327,22 @@ EraseCtx(w, c) ==
     /\ echoWait' = [echoWait EXCEPT ![w] = {e \in @ : e[1] # c}]
     /\ freed' = IF w = Creator(c) THEN freed \ {c} ELSE freed
     /\ released' = released \cup {<<w, c>>}
-    /\ tomb' = IF Fixed("tombstone") THEN [tomb EXCEPT ![w] = @ \cup Tombs(c)] ELSE tomb
+    /\ tomb' = IF Fixed("tombstone")
+               THEN [tomb EXCEPT ![w] = NewTomb(TombIds(@) \cup Tombs(c), hw)]
+               ELSE tomb
 
 \* Where w's erase of c sends cleanups (sendReleaseContextRpc): every known
 \* worker; the Reference skips the worker the cleanup came from and itself.
 CascadeTo(w, c, from) ==
     KnownOf(w, c) \ (IF Fixed("skipSender") THEN {from, w} ELSE {})
 \* Cleanups sent by sendReleaseContextRpc after w erased c, on behalf of trig.
-CleanupsFor(w, c, to, tr) == {CleanupMsg(c, w, x, tr) : x \in to}
+\* hz: the horizon of c's creator the cleanups carry (Horizon).
+CleanupsFor(w, c, to, tr, hz) == {CleanupMsg(c, w, x, tr, hz) : x \in to}
+\* w's horizons after its release of its own c: its own horizon is its live state.
+Released(w, c) ==
+    IF Horizon THEN [tomb[w].hz EXCEPT ![w] = OwnHorizon(w, c)] ELSE HorizonsOf(w)
+\* The horizon of c's creator as w knows it (what a cascade or orphan release sends on).
+HorizonOf(hw, c) == IF Horizon /\ Creator(c) \in Workers THEN hw[Creator(c)] ELSE NoHorizon
 
 -----------------------------------------------------------------------------
 (* Initial state: init_rpc has called _init(rank) on every worker.          *)
@@ -297,7 +359,8 @@ Init ==
     /\ pending = [w \in Workers |-> {}]
     /\ detached = [w \in Workers |-> {}]
     /\ net = {}
-    /\ tomb = [w \in Workers |-> {}]
+    /\ tomb = [w \in Workers |-> IF Horizon THEN [ids |-> {}, hz |-> [x \in Workers |-> NoHorizon]]
+                                 ELSE {}]
     /\ released = {}
     /\ late = {}
     /\ alive = [w \in Workers |-> TRUE]
@@ -421,9 +484,10 @@ ReleaseContext(w, t) ==
           /\ LateForward \/ ~\E p \in pending[w] : p[1] = c
           /\ ~RootRunning(w, c)
           /\ Fixed("defer") => HandlersOf(w, c) = {}
-          /\ EraseCtx(w, c)
+          /\ EraseCtx(w, c, Released(w, c))
           /\ cur' = [cur EXCEPT ![w][t] = None]
-          /\ net' = net \cup CleanupsFor(w, c, CascadeTo(w, c, w), w)
+          /\ net' = net \cup CleanupsFor(w, c, CascadeTo(w, c, w), w,
+                                         HorizonOf(Released(w, c), c))
     /\ UNCHANGED <<nextCtx, nextMsg, handlers, pending, detached, late, alive, results>>
 
 (* dist_autograd.backward(context_id, [loss], retain_graph) ->              *)
@@ -746,10 +810,13 @@ ProcessCleanupAutogradContextReq(w, msg) ==
     /\ LET c == msg.ctx
            to == IF ~Cascade THEN {} ELSE CascadeTo(w, c, msg.src)
        IN IF c \in ctxs[w]
-          THEN /\ EraseCtx(w, c)
-               /\ net' = (net \ {msg}) \cup CleanupsFor(w, c, to, msg.src)
+          THEN /\ EraseCtx(w, c, Heard(w, msg))
+               /\ net' = (net \ {msg}) \cup
+                          CleanupsFor(w, c, to, msg.src, HorizonOf(Heard(w, msg), c))
           ELSE /\ net' = net \ {msg}
-               /\ tomb' = IF Fixed("tombstone") THEN [tomb EXCEPT ![w] = @ \cup Tombs(c)]
+               /\ tomb' = IF Fixed("tombstone")
+                          THEN [tomb EXCEPT ![w] =
+                                  NewTomb(TombIds(@) \cup Tombs(c), Heard(w, msg))]
                           ELSE tomb
                /\ UNCHANGED <<ctxs, known, sends, recvs, released, execd, fired, grads, bstate,
                               freed, taskVars>>
@@ -764,8 +831,8 @@ ReleaseOrphanedContext(w, c) ==
     /\ c \in ctxs[w]
     /\ Creator(c) \in Workers /\ ~alive[Creator(c)]
     /\ HandlersOf(w, c) = {}
-    /\ EraseCtx(w, c)
-    /\ net' = net \cup CleanupsFor(w, c, CascadeTo(w, c, w), w)
+    /\ EraseCtx(w, c, HorizonsOf(w))
+    /\ net' = net \cup CleanupsFor(w, c, CascadeTo(w, c, w), w, HorizonOf(HorizonsOf(w), c))
     /\ UNCHANGED <<nextCtx, nextMsg, cur, handlers, pending, detached, late, alive, results>>
 
 (* The agent disposes of a message nobody will handle: one sent to a dead   *)
@@ -1063,6 +1130,10 @@ MsgRec == [type : {"FWD_REQ", "FWD_RESP", "RESP", "CLEANUP", "BWD_REQ", "BWD_RES
            ctx : CtxIds, mid : MsgIds \cup {None}, req : MsgIds \cup {None},
            src : Workers, dst : Workers, flag : BOOLEAN, trig : Workers \cup {NoWorker},
            pass : Passes, dup : 0..2]
+\* Horizon: a cleanup carries its creator's horizon as well (CleanupMsg).
+HzCleanupRec == [type : {"CLEANUP"}, ctx : CtxIds, mid : {None}, req : {None},
+                 src : Workers, dst : Workers, flag : {TRUE}, trig : Workers \cup {NoWorker},
+                 pass : {0}, dup : 0..2, hz : Nat \X SUBSET CtxIds]
 
 (* Every variable has its type.  Ids lie in the id space of an existing     *)
 (* worker (its 48-bit range: id >> 48 is a rank): only the overflow         *)
@@ -1078,8 +1149,10 @@ TypeOK ==
     /\ handlers \subseteq HandlerRec
     /\ pending \in [Workers -> SUBSET (CtxIds \X MsgIds)]
     /\ detached \in [Workers -> SUBSET (CtxIds \X MsgIds)]
-    /\ net \subseteq MsgRec
-    /\ tomb \in [Workers -> SUBSET CtxIds]
+    /\ net \subseteq MsgRec \cup (IF Horizon THEN HzCleanupRec ELSE {})
+    /\ tomb \in [Workers -> IF Horizon
+                            THEN [ids : SUBSET CtxIds, hz : [Workers -> Nat \X SUBSET CtxIds]]
+                            ELSE SUBSET CtxIds]
     /\ released \subseteq Workers \X CtxIds
     /\ late \subseteq CtxIds \X {"error", "found"}
     /\ alive \in [Workers -> BOOLEAN]
@@ -1235,6 +1308,33 @@ ErrorsReachRootInv ==
         \A w \in Workers : \A x \in bstate[w] :
             (x[1] = e[1] /\ x[2] = e[2]) => x[3] \in {"run", "done"}
 
+\* c is dead: its creator released it, or died.
+Dead(c) == Creator(c) \in Workers /\ (<<Creator(c), c>> \in released \/ ~alive[Creator(c)])
+
+(* Tombstones refuse only the dead: a worker refuses an id (a late request  *)
+(* gets an error, a late answer's autograd part is dropped) only once the   *)
+(* context's creator has released it or died.  A refused live context would *)
+(* fail its own block's next call (the research note's watermark, and a     *)
+(* horizon without its open set, both do this with two threads).           *)
+RefusedOnlyDeadInv ==
+    \A w \in Workers : \A c \in CtxIds : Refused(w, c) => Dead(c)
+
+(* The bound on what tombstones cost (Horizon, issue 28 section 7): beyond  *)
+(* one horizon per creator, a worker keeps an explicit tombstone only for a *)
+(* context whose creator crashed (an orphan release hears no horizon), so   *)
+(* its memory does not grow with the contexts a live creator has released.  *)
+TombBoundInv ==
+    \A w \in Workers : \A c \in TombIds(tomb[w]) :
+        Creator(c) \in Workers /\ ~alive[Creator(c)]
+
+(* ... and a horizon names at most one open context per application thread *)
+(* of its creator.                                                          *)
+HorizonBoundInv ==
+    Horizon =>
+        \A w \in Workers : \A x \in Workers :
+            /\ Cardinality(tomb[w].hz[x][2]) <= Cardinality(Threads)
+            /\ \A c \in tomb[w].hz[x][2] : Creator(c) = x
+
 -----------------------------------------------------------------------------
 (* Action properties                                                         *)
 
@@ -1250,7 +1350,12 @@ CleanupIdempotentProp ==
               LET c == m.ctx
               IN /\ \A c2 \in CtxIds \ {c} :
                         /\ (c2 \in ctxs'[w]) = (c2 \in ctxs[w])
-                        /\ (c2 \in tomb'[w]) = (c2 \in tomb[w])
+                        \* Horizon: the horizon a cleanup carries may make other
+                        \* contexts refused, but only dead ones, and none unrefused.
+                        /\ IF Horizon
+                           THEN /\ Refused(w, c2) => Refused(w, c2)'
+                                /\ Refused(w, c2)' => Refused(w, c2) \/ Dead(c2)
+                           ELSE (c2 \in tomb'[w]) = (c2 \in tomb[w])
                  /\ c \notin ctxs'[w]
                  /\ c \notin ctxs[w] =>
                        /\ net' = net \ {m}
@@ -1260,9 +1365,6 @@ CleanupIdempotentProp ==
 -----------------------------------------------------------------------------
 (* Liveness (under WF_vars(SystemNext)); every behaviour ends in a final    *)
 (* state, so <>[]P says P holds there.                                      *)
-
-\* c is dead: its creator released it, or died.
-Dead(c) == Creator(c) \in Workers /\ (<<Creator(c), c>> \in released \/ ~alive[Creator(c)])
 
 (* D8: once a context is dead, eventually no worker holds it.              *)
 EventualReleaseProp ==

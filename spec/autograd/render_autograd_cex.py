@@ -133,7 +133,8 @@ def message(m: Any) -> str:
         text = f"{head} (answers {mid(m['req'])}, {'value' if m['flag'] else 'exception'})"
     elif t == "CLEANUP":
         copy = {0: "", 1: ", retried", 2: ", the retry's copy"}[m["dup"]]
-        text = f"{head} (on behalf of w{m['trig']}{copy})"
+        hz = f", {horizon(m['hz'])}" if "hz" in m else ""
+        text = f"{head} (on behalf of w{m['trig']}{copy}{hz})"
     elif t == "BWD_REQ":
         text = f"{head} pass {m['pass']} send {mid(m['mid'])} {'grad' if m['flag'] else 'zero'}"
     elif t == "BWD_RESP":
@@ -143,6 +144,13 @@ def message(m: Any) -> str:
     else:  # BWD_START
         text = f"{head} pass {m['pass']}"
     return str(text)
+
+
+def horizon(h: Any) -> str:
+    """A horizon <<n, open>>: every id of the creator below n but those open is dead."""
+    n, live = h
+    but = f" but {{{', '.join(sorted(ctx(c) for c in live))}}}" if live else ""
+    return f"horizon: below {n}{but}"
 
 
 def _send(s: Any) -> str:
@@ -322,6 +330,8 @@ def _lines(action: str, before: Values, after: Values) -> list[str]:
                 for w in sorted(a)
                 if a[w] != b[w]
             ]
+        elif name == "tomb" and any(isinstance(v, Mapping) for v in a.values()):
+            out += _horizon_tomb_lines(b, a)
         elif name in GLOBAL:
             line = _set_change(name, b, a, GLOBAL[name])
             out += [line] if line else []
@@ -329,6 +339,17 @@ def _lines(action: str, before: Values, after: Values) -> list[str]:
             for w in sorted(a):
                 line = _set_change(f"{name}[w{w}]", b[w], a[w], ELEMENT[name])
                 out += [line] if line else []
+    return out
+
+
+def _horizon_tomb_lines(before: Any, after: Any) -> list[str]:
+    """Under Horizon a worker's tomb is a record: its explicit tombstones and its horizons."""
+    out = []
+    for w in sorted(after):
+        line = _set_change(f"tomb[w{w}]", before[w]["ids"], after[w]["ids"], ctx)
+        out += [line] if line else []
+        b, a = before[w]["hz"], after[w]["hz"]
+        out += [f"horizon[w{w}][w{x}] = {horizon(a[x])}" for x in sorted(a) if a[x] != b[x]]
     return out
 
 

@@ -120,25 +120,55 @@ def test_late_answer_is_dropped_on_a_released_context() -> None:
 def test_cleanup_waits_for_handlers_cascades_and_skips_the_sender() -> None:
     h = Handler.start(1, C, M0, 0, False)
     holder = ctn(1, ctxs=frozenset({C}), known=frozenset({(C, 0), (C, 2)}))
-    cleanup = Msg.cleanup(C, 0, 1, 0)
+    cleanup = Msg.cleanup(C, 0, 1, 0, (1, frozenset()))
     with pytest.raises(NotYetError):
         mc.process_cleanup_autograd_context_req(holder.evolve(handlers=frozenset({h})), cleanup)
     step = mc.process_cleanup_autograd_context_req(holder, cleanup)
-    assert step.sent == (Msg.cleanup(C, 1, 2, 0),)  # not back to 0 (#32497)
+    # not back to 0 (#32497); the cascade passes the creator's horizon on
+    assert step.sent == (Msg.cleanup(C, 1, 2, 0, (1, frozenset())),)
     assert step.state.ctxs == frozenset()
-    assert step.state.tomb == {C}
-    absent = mc.process_cleanup_autograd_context_req(ctn(2), Msg.cleanup(C, 1, 2, 0))
+    # the horizon covers C: refused, and no tombstone kept for it (issue 28 section 7)
+    assert step.state.tomb == frozenset()
+    assert step.state.horizon == {0: (1, frozenset())}
+    assert step.state.refused(C)
+    absent = mc.process_cleanup_autograd_context_req(
+        ctn(2), Msg.cleanup(C, 1, 2, 0, (1, frozenset()))
+    )
     assert absent.sent == ()
-    assert absent.state.tomb == {C}
+    assert (absent.state.tomb, absent.state.refused(C)) == (frozenset(), True)
+    # a cleanup without a horizon (an orphan release's, whose creator died) keeps a tombstone
+    bare = mc.process_cleanup_autograd_context_req(ctn(2), Msg.cleanup(C, 1, 2, 0))
+    assert (bare.state.tomb, bare.state.refused(C)) == (frozenset({C}), True)
 
 
 def test_release_snapshots_known_and_resets_thread() -> None:
-    started = ctn(0, ctxs=frozenset({C}), threads={0: C}, known=frozenset({(C, 1), (C, 2)}))
+    started = ctn(
+        0, next_ctx=1, ctxs=frozenset({C}), threads={0: C}, known=frozenset({(C, 1), (C, 2)})
+    )
     step = mc.release_context(started)
-    assert step.sent == (Msg.cleanup(C, 0, 1, 0), Msg.cleanup(C, 0, 2, 0))
+    hz: tuple[int, frozenset[AutogradId]] = (1, frozenset())
+    assert step.sent == (Msg.cleanup(C, 0, 1, 0, hz), Msg.cleanup(C, 0, 2, 0, hz))
     assert step.state.threads == {}
     assert step.state.ctxs == frozenset()
-    assert step.state.tomb == {C}
+    assert step.state.tomb == frozenset()
+    assert step.state.horizon == {0: hz}
+    assert step.state.refused(C)
+
+
+def test_a_horizon_names_the_other_threads_open_context() -> None:
+    """Two threads: releasing the later context must not make the earlier, still open one
+    refused (a watermark would: MCDistAutograd_refWatermark); the horizon names it open."""
+    c1 = AutogradId(0, 1)
+    two = ctn(0, next_ctx=2, ctxs=frozenset({C, c1}), threads={0: C, 1: c1})
+    step = mc.release_context(two, c1, 1)
+    assert step.state.horizon == {0: (2, frozenset({C}))}
+    assert step.state.refused(c1)
+    assert not step.state.refused(C)
+    cleanup = Msg.cleanup(c1, 0, 1, 0, (2, frozenset({C})))
+    callee = mc.process_cleanup_autograd_context_req(ctn(1, ctxs=frozenset({C})), cleanup)
+    assert callee.state.refused(c1)
+    assert not callee.state.refused(C)
+    assert callee.state.ctxs == {C}
 
 
 def test_echo_backward_on_two_workers() -> None:

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from protoref import rpc
 from protoref.rpc import secret
 from protoref.rpc.errors import PeerDiscoveryError
-from protoref.rpc.options import local_address_toward
+from protoref.rpc.options import free_port, local_address_toward
 from protoref.rpc.secret import SecretFileError, resolve_secret, user_secret
 from support.programs import PROGRAMS, program_env
 
@@ -155,3 +156,44 @@ def test_a_program_with_an_unsafe_secret_file_stops_with_the_fix(tmp_path: Path)
     assert done.returncode != 0
     assert "SecretFileError" in done.stderr
     assert f"run `chmod 600 {path}`" in done.stderr
+
+
+def test_a_worker_with_another_secret_is_told_at_once_that_its_peers_refused_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 28 s4: the master runs with one secret, worker 1 with another. The master hangs
+    up on worker 1's Hello (it says nothing to an unauthenticated dialer); worker 1 used to
+    wait its whole connect_timeout and fail with "the peer table was not complete". Now its
+    init_rpc fails as soon as the master hangs up, saying that its peers refused its
+    authentication. The time is printed, not asserted."""
+    port = str(free_port())
+    script = str(PROGRAMS / "flooded.py")  # init_rpc(world_size=2), a call, shutdown
+    base = {**program_env(tmp_path / "home"), "MASTER_PORT": port}
+    master = subprocess.Popen(
+        [sys.executable, script, "0"],
+        env={**base, "PROTOREF_RPC_SECRET": "the master's secret"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert master.stdout is not None
+        master.stdout.readline()  # its pid: it is starting
+        start = time.monotonic()
+        other = subprocess.run(
+            [sys.executable, script, "1"],
+            env={**base, "PROTOREF_RPC_SECRET": "another secret"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        took = time.monotonic() - start
+    finally:
+        master.kill()
+        master.communicate()
+    print(f"\nworker 1 with another secret stopped after {took:.2f} s (connect_timeout 30 s)")
+    assert other.returncode != 0
+    assert "PeerDiscoveryError" in other.stderr
+    assert "its peers refused its authentication" in other.stderr
+    assert "the peer table was not complete" not in other.stderr

@@ -52,6 +52,8 @@ _PER_WORKER = (
 #: TLA+ expression of each logged post field: the acting worker's slice after the step.
 _SLICE = {
     **{v: f"{v}'[{WORKER}]" for v in _PER_WORKER},
+    # under Horizon a worker's tomb is a record: its explicit tombstones are what is logged
+    "tomb": f"TombIds(tomb'[{WORKER}])",
     "handlers": f"{{tvH \\in handlers' : tvH.w = {WORKER}}}",
     # cur[w] is a function over Threads; logged as the <<t, c>> of the threads with a context
     "cur": (
@@ -124,6 +126,8 @@ _SETTINGS = (
     "Variant",
     "RefAblations",
     "Watermark",
+    # a definition of the spec (default FALSE) the trace's cfg overrides, as a model's does
+    "Horizon",
     "LateForward",
     "DupCleanup",
     "LoseCleanup",
@@ -179,6 +183,8 @@ AUTOGRAD = ProtocolMap(
     protocol="autograd",
     module="DistAutograd",
     constants={name: f"{{settings[{name}]}}" for name in _SETTINGS},
+    # a trace from before the horizons (issue 28) says nothing of them: tombstones as a set
+    setting_defaults={"Horizon": False},
     derive=_budgets,
     actions=tuple(
         ActionMap(

@@ -23,7 +23,12 @@ from typing import Any, Final, Self, cast
 from protoref.rpc import current, futures
 from protoref.rpc import frames as fr
 from protoref.rpc.codec import Codec
-from protoref.rpc.errors import FrameError, PeerDiscoveryError, RPCError
+from protoref.rpc.errors import (
+    AuthenticationRefusedError,
+    FrameError,
+    PeerDiscoveryError,
+    RPCError,
+)
 from protoref.rpc.handoff import PENDING, LoopQueue
 from protoref.rpc.hooks import Handler, Plugin, PluginClass
 from protoref.rpc.link import Link
@@ -40,6 +45,8 @@ from protoref.tracing import FrozenModel
 __all__ = ["KEEP_ERRORS", "Agent", "RpcOptions", "ShutdownReport", "current_agent"]
 
 log = logging.getLogger("protoref.rpc")
+#: The most closing the links takes once graceful shutdown is over (its dials included).
+CLOSE_SECONDS: Final = 30.0
 #: How many rejected frames an agent keeps for inspection.
 KEEP_ERRORS: Final = 256
 
@@ -202,19 +209,21 @@ class Agent:
 
     def shutdown(self, graceful: bool = True, timeout: float | None = None) -> ShutdownReport:
         """torch's rpc.shutdown: graceful waits for the others and reports leaks. ``timeout``
-        bounds the graceful part (default ``shutdown_timeout``; torch's default waits forever,
-        which a dead peer would make a hang)."""
+        > 0 bounds the graceful part (else ``shutdown_timeout``; None, the default, waits as
+        torch does, as long as every peer it waits for is alive: a death ends the wait)."""
         if self.closed:
             raise RPCError(f"RPC on {self.name} is already shut down")
         if timeout is not None and timeout > 0:
             self.options = replace(self.options, shutdown_timeout=timeout)
         report = ShutdownReport(self.name)
-        limit = self.options.shutdown_timeout + 10
+        bound = self.options.shutdown_timeout
+        limit = None if bound is None else bound + 10
         if graceful:
             report = asyncio.run_coroutine_threadsafe(
                 graceful_shutdown(self, self.barriers), self.loop
             ).result(limit)
         self.stopping = True
+        limit = CLOSE_SECONDS if limit is None else limit
         asyncio.run_coroutine_threadsafe(self._close(), self.loop).result(limit)
         self.closed = True
         self.pool.shutdown(wait=graceful)
@@ -248,6 +257,8 @@ class Agent:
         error.__context__ = error.__cause__ = None
         self.rejected.append(error.with_traceback(None))
         log.warning("%s: %s", self.name, error)
+        if isinstance(error, AuthenticationRefusedError):
+            self.peers.refused(error)  # while joining: say so at once (issue 28 s4)
 
     def welcome_state(self, peer: str) -> tuple[int, tuple[int, ...]]:
         for plugin in self.plugins:

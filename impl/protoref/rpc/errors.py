@@ -14,6 +14,7 @@ from protoref.errors import ProtorefError
 
 __all__ = [
     "AuthenticationError",
+    "AuthenticationRefusedError",
     "CodecError",
     "FrameError",
     "FrameTooLargeError",
@@ -60,6 +61,12 @@ class HandshakeLimitError(FrameError):
 
 class AuthenticationError(FrameError):
     """The handshake or a frame's HMAC does not verify under the shared secret."""
+
+
+class AuthenticationRefusedError(AuthenticationError):
+    """The acceptor hung up right after this worker's Hello: it did not accept the Hello's MAC,
+    which is what a peer with another shared secret does (it says nothing to an unauthenticated
+    dialer; issue 28 s4)."""
 
 
 class ReplayError(FrameError):

@@ -30,7 +30,9 @@ class RpcOptions:
     host: str | None = None
     rpc_timeout: float = 60.0
     connect_timeout: float = 30.0
-    shutdown_timeout: float = 60.0
+    #: Bound on graceful shutdown; None (the default, torch's): it waits as long as every
+    #: peer it waits for is alive, and a death ends it (issue 28 s3).
+    shutdown_timeout: float | None = None
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     num_worker_threads: int = 16  # torch's default (TensorPipeRpcBackendOptions)
     codecs: Sequence[Codec] = ()

@@ -13,7 +13,7 @@ import logging
 
 from protoref.rpc import frames as fr
 from protoref.rpc.current import WorkerInfo
-from protoref.rpc.errors import PeerDiscoveryError, RPCError
+from protoref.rpc.errors import AuthenticationRefusedError, PeerDiscoveryError, RPCError
 from protoref.rpc.link import Link
 
 __all__ = ["MASTER", "PeerTable"]
@@ -46,6 +46,22 @@ class PeerTable:
         """(non-master) The master's table."""
         if self.complete is not None and not self.complete.done():
             self.complete.set_result(peers)
+
+    def refused(self, error: AuthenticationRefusedError) -> None:
+        """A peer hung up on this worker's Hello while the table is not complete: no table
+        will come (the master, or the peer, does not accept this worker's secret), so the wait
+        ends now with why, instead of at ``connect_timeout``."""
+        if self.complete is None or self.complete.done():
+            return
+        peer = "the master" if error.peer == MASTER else error.peer
+        self.complete.set_exception(
+            PeerDiscoveryError(
+                f"{self.name}: its peers refused its authentication: {peer} closed the "
+                "connection after its Hello, as a worker with another shared secret does "
+                "(every worker needs the same secret: init_rpc(secret=...), PROTOREF_RPC_SECRET "
+                "or PROTOREF_RPC_SECRET_FILE)"
+            )
+        )
 
     def learn(self, peers: tuple[fr.PeerInfo, ...]) -> None:
         for p in peers:

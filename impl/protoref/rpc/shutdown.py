@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -109,7 +110,8 @@ class Barriers:
         else:
             a.send_frame(master, fr.Barrier, phase=phase, name=a.name, stamp=stamp)
         try:
-            dead = await asyncio.wait_for(asyncio.shield(go), max(0.0, deadline - time.monotonic()))
+            left = None if deadline == math.inf else max(0.0, deadline - time.monotonic())
+            dead = await asyncio.wait_for(asyncio.shield(go), left)
         except TimeoutError:
             missing = sorted(set(a.peers.ranks) - set(self._arrived.get(phase, {})))
             who = f" (missing: {', '.join(missing)})" if a.rank == 0 and missing else ""
@@ -190,7 +192,9 @@ def _unfinished(agent: Host, problems: list[str | None]) -> ShutdownReport:
 async def graceful(agent: Host, barriers: Barriers) -> ShutdownReport:
     """rpc.shutdown(graceful=True): barrier 1, the plug-ins' sweeps, barrier 2, their last
     steps (see the module's note)."""
-    deadline = time.monotonic() + agent.options.shutdown_timeout
+    bound = agent.options.shutdown_timeout
+    # Unbounded unless the caller asked (torch waits for its peers); a death ends every wait.
+    deadline = math.inf if bound is None else time.monotonic() + bound
     plugins = agent.plugins
     problems: list[str | None] = []
     leaks: dict[str, list[str]] = {}

@@ -27,7 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from protoref.rpc import wire
-from protoref.rpc.errors import AuthenticationError, FrameError, HandshakeLimitError
+from protoref.rpc.errors import (
+    AuthenticationError,
+    AuthenticationRefusedError,
+    FrameError,
+    HandshakeLimitError,
+)
 from protoref.rpc.frames import Challenge, Frame, Hello, Welcome
 from protoref.rpc.link import BROKEN as _BROKEN
 from protoref.rpc.link import Link, read_raw
@@ -54,6 +59,8 @@ MAX_UNAUTHENTICATED: Final = 64
 #: A named peer (in the peer table, so it was listening) that refuses connections this long is
 #: reported unreachable at once, instead of being dialed for connect_timeout.
 REFUSED_FOR_SECONDS: Final = 0.7
+#: How long close waits for dials in progress, so that the frames queued behind them go out.
+CLOSE_DIAL_SECONDS: Final = 5.0
 #: What a connection over the cap receives before it is closed: a frame of length 0.
 BUSY: Final = bytes(wire.HEADER_BYTES)
 
@@ -312,7 +319,13 @@ class Transport:
             writer.write(
                 wire.pack(Hello(name=self.name, nonce=nonce, mac=mac).model_dump_json().encode())
             )
-            raw = await read_raw(reader, peer, self.max_frame_bytes)
+            try:
+                raw = await read_raw(reader, peer, self.max_frame_bytes)
+            except _BROKEN as err:
+                # The acceptor closes, without a word, a Hello whose MAC it does not accept.
+                raise AuthenticationRefusedError(
+                    peer, "it closed the connection after our Hello: it refused our authentication"
+                ) from err
             welcome = wire.parse_handshake(peer, raw, Welcome)
             assert isinstance(welcome, Welcome)
             good = wire.welcome_mac(self.secret, self.name, challenge.nonce, nonce)
@@ -340,6 +353,14 @@ class Transport:
 
     async def close(self) -> None:
         self._closing = True
+        # A frame queued behind a dial is still sent: the master's last BarrierGo, naming a
+        # dead worker to a worker it had no link to, was lost here when the dial was cancelled,
+        # and that worker then took the master's departure for a death (issue 28 s2). A dial
+        # ends within its connect_timeout (a live peer answers at once); past the bound it is
+        # cancelled as before.
+        dials = list(self._dialing.values())
+        if dials:
+            await asyncio.wait(dials, timeout=CLOSE_DIAL_SECONDS)
         for task in list(self._dialing.values()):
             task.cancel()
         links = [*self.outbound.values(), *self.inbound.values()]

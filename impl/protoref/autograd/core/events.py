@@ -18,6 +18,11 @@ What the fields mean per type (the spec's comment above ``Msg``):
 - ``BWD_START``, ``BWD_ACK``: the Reference's Echo flood and its acknowledgements
   (``BWD_ACK``: ``flag`` = the subtree's part of the pass is ok).
 
+``hz`` is the creator's horizon a ``CLEANUP`` carries (``<<n, open>>``, the spec's ``Horizon``
+scheme: every id of the context's creator below ``n`` but those in ``open`` is dead; see
+:mod:`protoref.autograd.core.horizon`); other messages have none, and their records, as the spec's,
+no such field.
+
 ``pass`` (``pass_`` in Python, a keyword) is the backward pass a ``BWD_*`` message belongs to
 (``BwdMsg``; the Reference's "passTag"), 0 otherwise. ``dup`` is 0 for a first attempt, 1 for
 an attempt that was retried and 2 for the retry's copy (``RetryCleanup``). A message holds no
@@ -32,10 +37,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal, Self, TypeAlias
 
-from pydantic import BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 from protoref.autograd.core.ids import NO_WORKER, AutogradId
-from protoref.tracing import FrozenModel, trusted
+from protoref.tracing import FrozenModel, TlaSet, trusted
 
 __all__ = [
     "MESSAGE_ADAPTER",
@@ -95,6 +108,15 @@ class Msg(FrozenModel):
     trig: int = NO_WORKER
     pass_: int = Field(default=0, ge=0, alias="pass")
     dup: int = Field(default=0, ge=0, le=2)
+    hz: tuple[Annotated[int, Field(ge=0)], TlaSet[AutogradId]] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_hz(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # The spec's record has the field only on a cleanup under Horizon.
+        out = handler(self)
+        if isinstance(out, dict) and out.get("hz") is None:
+            out.pop("hz", None)
+        return out
 
     @classmethod
     def make(  # noqa: PLR0917 - the spec's Msg(t, c, m, rq, s, d, f), positionally
@@ -119,6 +141,7 @@ class Msg(FrozenModel):
             "trig": NO_WORKER,
             "pass_": 0,
             "dup": 0,
+            "hz": None,
         }
         return trusted(cls, values)
 
@@ -145,12 +168,20 @@ class Msg(FrozenModel):
             "trig": NO_WORKER,
             "pass_": pass_,
             "dup": 0,
+            "hz": None,
         }
         return trusted(cls, values)
 
     @classmethod
-    def cleanup(cls, ctx: AutogradId, src: int, dst: int, trig: int) -> Self:
-        """``CleanupMsg(c, s, d, tr)``."""
+    def cleanup(
+        cls,
+        ctx: AutogradId,
+        src: int,
+        dst: int,
+        trig: int,
+        hz: tuple[int, frozenset[AutogradId]] | None = None,
+    ) -> Self:
+        """``CleanupMsg(c, s, d, tr, hz)``."""
         values = {
             "type": "CLEANUP",
             "ctx": ctx,
@@ -162,6 +193,7 @@ class Msg(FrozenModel):
             "trig": trig,
             "pass_": 0,
             "dup": 0,
+            "hz": hz,
         }
         return trusted(cls, values)
 

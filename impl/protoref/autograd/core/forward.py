@@ -16,6 +16,7 @@ an RRef the request created) still gets every gradient. The simulator passes non
 from __future__ import annotations
 
 from protoref.autograd.core.events import Msg
+from protoref.autograd.core.horizon import NO_HORIZON, compact, heard
 from protoref.autograd.core.ids import MAX_LOCAL_ID, AutogradId
 from protoref.autograd.core.state import Container, Handler, RecvFn, SendFn
 from protoref.autograd.core.transition import (
@@ -207,8 +208,11 @@ def release_context(ctn: Container, c: AutogradId | None = None, t: int = 0) -> 
         raise NotYetError(str(ctn.me), name, f"handlers of context {c} still run here (defer)")
     to = ctn.known_of(c) - {ctn.me}
     threads = {k: v for k, v in ctn.threads.items() if not (k == t and v == c)}
-    new = erase(ctn, c).evolve(threads=threads)
-    return Step(new, cleanups_for(ctn, c, to, ctn.me), a.ReleaseContextArgs.of(w=ctn.me, t=t))
+    # Released(w, c): its own horizon is its live state; the cleanups carry it ("Horizon").
+    horizons = {**ctn.horizon, ctn.me: ctn.own_horizon(c)}
+    new = erase(ctn, c, horizons).evolve(threads=threads)
+    sent = cleanups_for(ctn, c, to, ctn.me, horizons[ctn.me])
+    return Step(new, sent, a.ReleaseContextArgs.of(w=ctn.me, t=t))
 
 
 def retrieve_context(ctn: Container, c: AutogradId) -> Step:
@@ -220,7 +224,7 @@ def retrieve_context(ctn: Container, c: AutogradId) -> Step:
     either way). Raises for an id that is no released context of this worker."""
     name = "RetrieveContext"
     alive(ctn, name)
-    if c.worker != ctn.me or c not in ctn.tomb:
+    if c.worker != ctn.me or not ctn.refused(c):
         raise fail(ctn, name, f"context {c} is no context this worker created and released")
     if c in ctn.late:
         raise fail(ctn, name, f"a late call with context {c} is already recorded")
@@ -241,7 +245,7 @@ def process_forward_autograd_req(ctn: Container, msg: Msg) -> Step:
     c, args = msg.ctx, a.ProcessForwardAutogradReqArgs.of(w=ctn.me, msg=msg)
     if msg.mid is None:
         raise fail(ctn, name, "a FWD_REQ without a message id")
-    if c in ctn.tomb:
+    if ctn.refused(c):
         refused = Msg.make("RESP", c, None, msg.req, ctn.me, msg.src, False)
         return Step(ctn, (refused,), args)
     recvs = ctn.recvs
@@ -311,7 +315,7 @@ def deserialize_forward_autograd_resp(ctn: Container, msg: Msg, loss: bool) -> S
         raise fail(ctn, name, f"nobody waits for the answer to {msg.req}")
     if not app and not loss:
         raise fail(ctn, name, "a nested answer feeds its handler (loss must be TRUE)")
-    drop = c in ctn.tomb
+    drop = ctn.refused(c)
     args = a.DeserializeForwardAutogradRespArgs.of(w=ctn.me, msg=msg, loss=loss)
     changes: dict[str, object] = {
         "pending": ctn.pending - {(c, msg.req)},
@@ -379,10 +383,13 @@ def process_cleanup_autograd_context_req(ctn: Container, msg: Msg) -> Step:
     if ctn.handlers_of(c):
         raise NotYetError(str(ctn.me), name, f"handlers of context {c} still run here (defer)")
     args = a.ProcessCleanupAutogradContextReqArgs.of(w=ctn.me, msg=msg)
+    # Heard(w, msg): the horizon the cleanup carries ("Horizon"), passed on by the cascade.
+    horizons = heard(ctn.horizon, c.worker, msg.hz)
     if c in ctn.ctxs:
         to = ctn.known_of(c) - {msg.src, ctn.me}
-        return Step(erase(ctn, c), cleanups_for(ctn, c, to, msg.src), args)
-    return Step(ctn.evolve(tomb=ctn.tomb | {c}), (), args)
+        hz = horizons.get(c.worker, NO_HORIZON)
+        return Step(erase(ctn, c, horizons), cleanups_for(ctn, c, to, msg.src, hz), args)
+    return Step(ctn.evolve(tomb=compact((*ctn.tomb, c), horizons), horizon=horizons), (), args)
 
 
 def release_orphaned_context(ctn: Container, c: AutogradId, creator_dead: bool) -> Step:
@@ -400,7 +407,8 @@ def release_orphaned_context(ctn: Container, c: AutogradId, creator_dead: bool) 
         raise NotYetError(str(ctn.me), name, f"handlers of context {c} still run here (defer)")
     to = ctn.known_of(c) - {ctn.me}
     args = a.ReleaseOrphanedContextArgs.of(w=ctn.me, c=c)
-    return Step(erase(ctn, c), cleanups_for(ctn, c, to, ctn.me), args)
+    hz = ctn.horizon.get(c.worker, NO_HORIZON)  # HorizonOf: a dead creator sends no newer one
+    return Step(erase(ctn, c, ctn.horizon), cleanups_for(ctn, c, to, ctn.me, hz), args)
 
 
 def crash(ctn: Container) -> Step:
@@ -421,5 +429,7 @@ def crash(ctn: Container) -> Step:
         if ctn.running(c)
     ]
     new = Container(me=ctn.me, next_ctx=ctn.next_ctx, next_msg=ctn.next_msg, alive=False)
-    kept = new.evolve(tomb=ctn.tomb, results=ctn.results, freed=ctn.freed, late=ctn.late)
+    kept = new.evolve(
+        tomb=ctn.tomb, horizon=ctn.horizon, results=ctn.results, freed=ctn.freed, late=ctn.late
+    )
     return Step(kept, tuple(answers), a.CrashArgs.of(w=ctn.me))

@@ -160,7 +160,7 @@ def gradient_exactly_once(world: World) -> str | None:
         return None
     for creator in world.containers.values():
         for c, p, outcome in creator.results:
-            held = c in creator.ctxs and c not in creator.tomb
+            held = c in creator.ctxs and not creator.refused(c)
             if outcome != "done" or c.worker != creator.me or not held:
                 continue
             path = live(world, c)

@@ -33,6 +33,7 @@ from typing import Annotated, Final, Literal, Self, TypeAlias
 from pydantic import ConfigDict, Field
 
 from protoref.autograd.core.events import MaybeId
+from protoref.autograd.core.horizon import Horizon, covered
 from protoref.autograd.core.ids import ROOT_FN, AutogradId
 from protoref.tracing import FrozenModel, TlaSet, trusted
 
@@ -129,6 +130,7 @@ class Handler(FrozenModel):
 
 
 _NO_THREADS: Final[Mapping[int, Id]] = MappingProxyType({})
+_NO_HORIZONS: Final[Mapping[int, Horizon]] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,9 @@ class Container:
     pending: frozenset[tuple[Id, Id]] = frozenset()
     detached: frozenset[tuple[Id, Id]] = frozenset()
     tomb: frozenset[Id] = frozenset()
+    #: Creator -> its newest horizon this worker heard (spec ``horizon[w]``; absent:
+    #: ``NoHorizon``), what bounds ``tomb`` (:mod:`protoref.autograd.core.horizon`).
+    horizon: Mapping[int, Horizon] = field(default_factory=lambda: _NO_HORIZONS)
     alive: bool = True
     execd: frozenset[tuple[Id, Id]] = frozenset()
     fired: frozenset[tuple[Id, Id]] = frozenset()
@@ -278,6 +283,16 @@ class Container:
         """``AppInputs(w, c)``: the recv functions of ``c`` whose output the application's loss
         may use (the next edges of a send from the application thread)."""
         return frozenset(r.mid for r in self.recvs if r.ctx == c and r.loss)
+
+    def refused(self, c: Id) -> bool:
+        """``Refused(w, c)`` ("tombstone"): a tombstone, or the creator's horizon, says ``c``
+        is dead here."""
+        return c in self.tomb or covered(self.horizon, c)
+
+    def own_horizon(self, c: Id) -> Horizon:
+        """``OwnHorizon(w, c)``: this worker's counter and its own contexts still open once it
+        has erased ``c`` (what its release's cleanups carry)."""
+        return (self.next_ctx, frozenset(x for x in self.ctxs if x.worker == self.me and x != c))
 
     def holds_anything_of(self, c: Id) -> bool:
         """``c`` is held here, or state of it is."""

@@ -9,10 +9,11 @@ handler); the container is immutable, so the caller's state is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from protoref.autograd.core.events import Msg
+from protoref.autograd.core.horizon import Horizon, compact
 from protoref.autograd.core.ids import AutogradId
 from protoref.autograd.core.state import Container
 from protoref.autograd.trace.args import ActionArgs
@@ -54,12 +55,14 @@ def addressed(ctn: Container, action: str, msg: Msg, *types: str) -> None:
         raise fail(ctn, action, f"message for worker {msg.dst} delivered to worker {ctn.me}")
 
 
-def erase(ctn: Container, c: AutogradId) -> Container:
+def erase(ctn: Container, c: AutogradId, horizons: Mapping[int, Horizon]) -> Container:
     """DistAutograd.tla ``EraseCtx(w, c)`` (torch ``eraseContextIdAndReset``): the context and
     everything it held go, its graph task too (the Reference's; PyTorch's DistEngine keeps a
     running one); on the creator the graph is no longer ``freed``; the Reference remembers the
-    id (``tomb``: "tombstone"). The thread that had it current is reset by ReleaseContext
+    id (``tomb``: "tombstone") unless ``horizons``, the worker's horizons after the step, cover
+    it (``EraseCtx(w, c, hw)``). The thread that had it current is reset by ReleaseContext
     itself."""
+    own = c.worker == ctn.me
     return ctn.evolve(
         ctxs=ctn.ctxs - {c},
         known=frozenset(e for e in ctn.known if e[0] != c),
@@ -74,11 +77,17 @@ def erase(ctn: Container, c: AutogradId) -> Container:
         parent=frozenset(e for e in ctn.parent if e[0] != c),
         echo_wait=frozenset(e for e in ctn.echo_wait if e[0] != c),
         freed=ctn.freed - {c} if c.worker == ctn.me else ctn.freed,
-        tomb=ctn.tomb | {c},
+        tomb=compact((*ctn.tomb, c), horizons),
+        horizon=horizons,
+        # The creator's backward results of c only count passes while it holds c (the
+        # spec's results is a history the checker keeps): they go with it (issue 28 §7).
+        results=frozenset(e for e in ctn.results if e[0] != c) if own else ctn.results,
     )
 
 
-def cleanups_for(ctn: Container, c: AutogradId, to: Iterable[int], trig: int) -> tuple[Msg, ...]:
+def cleanups_for(
+    ctn: Container, c: AutogradId, to: Iterable[int], trig: int, hz: Horizon
+) -> tuple[Msg, ...]:
     """``CleanupsFor(w, c, to, trig)``: the cleanups sendReleaseContextRpc sends after ``w``
     erased ``c``, on behalf of ``trig``; in a deterministic order (the spec's is a set)."""
-    return tuple(Msg.cleanup(c, ctn.me, x, trig) for x in sorted(to))
+    return tuple(Msg.cleanup(c, ctn.me, x, trig, hz) for x in sorted(to))

@@ -371,7 +371,7 @@ class AutogradNode:
         with self._lock:
             if c in self._ctn.ctxs:
                 return
-            if c.worker == self.rank and c in self._ctn.tomb and c not in self._ctn.late:
+            if c.worker == self.rank and self._ctn.refused(c) and c not in self._ctn.late:
                 self._commit(fw.retrieve_context(self._ctn, c))
             raise RuntimeError(NOT_FOUND.format(c.to_int()))
 

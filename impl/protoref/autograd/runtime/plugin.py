@@ -71,6 +71,7 @@ def autograd_header(ranks: list[int]) -> TraceHeader:
         "Variant": "Reference",
         "RefAblations": tla_set([]),
         "Watermark": False,
+        "Horizon": True,
         "LateForward": True,
         "DupCleanup": True,
         "LoseCleanup": False,

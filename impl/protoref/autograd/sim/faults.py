@@ -12,7 +12,7 @@ is a case the tests of the core construct by hand.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any, Final
 
@@ -20,6 +20,7 @@ from protoref.autograd.core import echo as bw
 from protoref.autograd.core import forward as fw
 from protoref.autograd.core import state as st
 from protoref.autograd.core.events import Msg
+from protoref.autograd.core.horizon import NO_HORIZON, Horizon
 from protoref.autograd.core.ids import ROOT_FN, AutogradId
 from protoref.autograd.core.state import Container, Handler, RecvFn, SendFn
 from protoref.autograd.core.transition import Step
@@ -72,16 +73,16 @@ FAULTS: Final = tuple(Fault)
 
 
 def _forget_tombstone(original: Callable[..., Container]) -> Callable[..., Container]:
-    def erase(ctn: Container, c: AutogradId) -> Container:
-        return original(ctn, c).evolve(tomb=ctn.tomb)
+    def erase(ctn: Container, c: AutogradId, horizons: Mapping[int, Horizon]) -> Container:
+        return original(ctn, c, horizons).evolve(tomb=ctn.tomb, horizon=ctn.horizon)
 
     return erase
 
 
 def _resurrect(original: Callable[..., Step]) -> Callable[..., Step]:
     def deserialize(ctn: Container, msg: Msg, loss: bool) -> Step:
-        result = original(ctn.evolve(tomb=frozenset()), msg, loss)
-        return result._replace(state=result.state.evolve(tomb=ctn.tomb))
+        result = original(ctn.evolve(tomb=frozenset(), horizon={}), msg, loss)
+        return result._replace(state=result.state.evolve(tomb=ctn.tomb, horizon=ctn.horizon))
 
     return deserialize
 
@@ -90,7 +91,8 @@ def _cleanup_back(original: Callable[..., Step]) -> Callable[..., Step]:
     def cleanup(ctn: Container, msg: Msg) -> Step:
         result = original(ctn, msg)
         if msg.ctx in ctn.ctxs and msg.src in ctn.known_of(msg.ctx):
-            back = Msg.cleanup(msg.ctx, ctn.me, msg.src, msg.src)
+            hz = result.state.horizon.get(msg.ctx.worker, NO_HORIZON)
+            back = Msg.cleanup(msg.ctx, ctn.me, msg.src, msg.src, hz)
             return result._replace(sent=(*result.sent, back))
         return result
 

@@ -84,7 +84,10 @@ class Simulator:
             if c is None:
                 if not self.draining and self.opened[w] < cfg.contexts:
                     out.append((1.0, partial(self._new_context, w)))
-                gone = [x for x in sorted(ctn.tomb) if x.worker == w and x not in ctn.late]
+                # its released contexts (the horizon covers them, no tombstone remains)
+                gone = sorted(
+                    c for x, c in self.sim.released if x == w == c.worker and c not in ctn.late
+                )
                 if gone and not self.draining:  # #40880: a call with the id after the block
                     out.append((0.1, partial(self._retrieve, w, gone[-1])))
                 continue
@@ -186,7 +189,7 @@ class Simulator:
         wait for it for ever: the spec claims no BackwardTerminatesProp with timeouts.)"""
         futures = {(c, m) for c, m in ctn.pending | ctn.detached}
         futures |= {(h.ctx, h.wait) for h in ctn.handlers if h.wait is not None}
-        return {m for c, m in futures if c in self.sim.containers[c.worker].tomb}
+        return {m for c, m in futures if self.sim.containers[c.worker].refused(c)}
 
     def _maybe_crash(self) -> bool:
         """Crash a worker now? A fault, drawn apart from the enabled steps (so an idle system

@@ -82,6 +82,7 @@ def settings_of(config: SimConfig) -> dict[str, Any]:
         "Variant": "Reference",
         "RefAblations": tla_set([]),
         "Watermark": False,
+        "Horizon": True,
         "LateForward": True,
         "DupCleanup": config.dup_cleanup,
         "LoseCleanup": False,
