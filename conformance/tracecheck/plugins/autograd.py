@@ -1,6 +1,6 @@
 """protoref's distributed-autograd implementation as tracecheck's ``autograd`` plug-in: its
-event schema (``protoref.autograd.trace.EVENT_ADAPTER``) and its seeded simulator
-(``protoref.autograd.simulator``)."""
+event schema (``protoref.autograd.trace.events.EVENT_ADAPTER``) and its seeded simulator
+(``protoref.autograd.sim.simulator``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """protoref's rendezvous implementation as tracecheck's ``rendezvous`` plug-in: its event
 schema (``protoref.rendezvous.trace.EVENT_ADAPTER``, which torch's handler's traces are
-validated against too) and its seeded simulator (``protoref.rendezvous.simulator``)."""
+validated against too) and its seeded simulator (``protoref.rendezvous.sim.simulator``)."""
 
 from __future__ import annotations
 

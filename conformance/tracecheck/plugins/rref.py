@@ -1,5 +1,5 @@
 """protoref's RRef implementation as tracecheck's ``rref`` plug-in: its event schema
-(``protoref.rref.trace.EVENT_ADAPTER``) and its seeded simulator (``protoref.rref.simulator``).
+(``protoref.rref.trace.EVENT_ADAPTER``) and its seeded simulator (``protoref.rref.sim.simulator``).
 """
 
 from __future__ import annotations
