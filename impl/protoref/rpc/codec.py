@@ -18,7 +18,7 @@ from pydantic import JsonValue
 
 from protoref.rpc.errors import CodecError
 
-__all__ = ["Codec", "decode_value", "encode_value"]
+__all__ = ["Codec", "copy_value", "decode_value", "encode_value"]
 
 _TAGS = frozenset({"#tuple", "#rref", "#codec", "#dict"})
 
@@ -114,3 +114,24 @@ def decode_value(
                 return codec.decode(data.get("data"))
         raise CodecError(f"{path}: no codec named {body!r} is registered here")
     raise CodecError(f"{path}: malformed {tag} value")
+
+
+def copy_value(
+    value: object,
+    codecs: Sequence[Codec],
+    *,
+    path: str = "value",
+    is_rref: Callable[[object], bool] = lambda _v: False,
+) -> Any:
+    """The copy a call to one's own worker gets (torch serializes those too): the value
+    encoded and decoded, its RRefs handed over as they are. A worker never forks an RRef to
+    itself (the spec's ``Links`` has no self pair), and the very handle is what the callee
+    would get back from its own fork of it."""
+    found: list[Any] = []
+
+    def keep(rref: Any) -> int:
+        found.append(rref)
+        return len(found) - 1
+
+    data = encode_value(value, codecs, keep, path=path, is_rref=is_rref)
+    return decode_value(data, codecs, found.__getitem__, path=path)
