@@ -285,7 +285,7 @@ class NodeInbox(NodePayload):
         key = self._ag_request(frame.autograd, ())
 
         def reply(done: cf.Future[Any]) -> None:
-            result = self._result_of(done, peer, allow_rrefs=False)
+            result = self._result_of(done, peer, allow_rrefs=True)  # RRefs inside: forked
             autograd = self._ag_answer(key, done, result)
             self.send_frame(
                 peer,

@@ -59,8 +59,10 @@ class NodePayload(NodeCore):
             found.append(h)
             return len(found) - 1
 
-        datas = [
-            encode_value(v, self.codecs, on_rref, path=p, is_rref=lambda x: isinstance(x, RRef))
+        datas = [  # trusted: call and result frames go only over authenticated links
+            encode_value(
+                v, self.codecs, on_rref, path=p, is_rref=lambda x: isinstance(x, RRef), trusted=True
+            )
             for v, p in parts
         ]
         inputs = [
@@ -77,12 +79,15 @@ class NodePayload(NodeCore):
 
     def decode(self, data: Any, forks: Sequence[ev.PythonCall], stamp: int, path: str) -> Any:
         handles = [self.unpickle(m, stamp) for m in forks]
-        return decode_value(data, self.codecs, lambda i: handles[i], path=path)
+        return decode_value(data, self.codecs, lambda i: handles[i], path=path, trusted=True)
 
     def decode_call(self, body: fr.CallBody, stamp: int) -> tuple[list[Any], dict[str, Any]]:
         handles = [self.unpickle(m, stamp) for m in body.forks]
-        args = decode_value(body.args, self.codecs, lambda i: handles[i], path="args")
-        kwargs = decode_value(body.kwargs, self.codecs, lambda i: handles[i], path="kwargs")
+        # trusted: a call frame arrives only on a link whose handshake proved the secret
+        args = decode_value(body.args, self.codecs, handles.__getitem__, path="args", trusted=True)
+        kwargs = decode_value(
+            body.kwargs, self.codecs, handles.__getitem__, path="kwargs", trusted=True
+        )
         return list(args), dict(kwargs)
 
     def encode_call(
@@ -116,6 +121,7 @@ class NodePayload(NodeCore):
                 None,
                 path="result",
                 is_rref=lambda v: isinstance(v, RRef),
+                trusted=True,
             )
             return fr.Result(ok=True, value=value)
         except (ProtocolError, Exception) as err:  # the result is refused, not the link
