@@ -51,7 +51,7 @@ from protoref.rpc.errors import (
     RPCTimeoutError,
     UnresolvableFunctionError,
 )
-from protoref.rpc.futures import Future
+from protoref.rpc.futures import Future, as_torch_future
 from protoref.rpc.secret import SecretFileError, resolve_secret
 from protoref.rref.runtime.handle import RRef, WorkerInfo
 
@@ -181,7 +181,18 @@ def rpc_async(
     kwargs: dict[str, Any] | None = None,
     timeout: float = UNSET_RPC_TIMEOUT,
 ) -> RpcFuture[Any]:
-    """Run ``func`` on ``to``; a Future of its result. A timeout of 0 waits forever."""
+    """Run ``func`` on ``to``; a Future of its result. A timeout of 0 waits forever. With
+    torch loaded, the Future is a torch.futures.Future (torch.futures.wait_all takes it)."""
+    return as_torch_future(_rpc_async(to, func, args, kwargs, timeout))  # type: ignore[no-any-return]
+
+
+def _rpc_async(
+    to: str | int | WorkerInfo,
+    func: Callable[..., Any] | str,
+    args: Sequence[Any] | None,
+    kwargs: dict[str, Any] | None,
+    timeout: float,
+) -> RpcFuture[Any]:
     agent = current_agent()
     return agent.rpc_async(agent.to_name(to), func, args or (), kwargs or {}, timeout)
 
@@ -194,7 +205,7 @@ def rpc_sync(
     timeout: float = UNSET_RPC_TIMEOUT,
 ) -> Any:
     """Run ``func`` on ``to`` and wait for its result."""
-    return rpc_async(to, func, args, kwargs, timeout).wait()
+    return _rpc_async(to, func, args, kwargs, timeout).wait()
 
 
 def get_worker_info(worker_name: str | int | None = None) -> WorkerInfo:
