@@ -12,7 +12,8 @@ rpc_backend_options=None)``, ``rpc_sync``/``rpc_async``/``remote`` (to a name, a
 
 What differs (docs/divergences.md): functions travel by name (``module:qualname``; a script's
 own functions as ``__main__:name``, found in the callee's ``__main__`` as pickle finds them),
-values as JSON or through an explicit :class:`Codec`, never pickled; peers authenticate with a
+values as JSON where they fit, else pickled as torch's are, between authenticated workers
+only (:mod:`protoref.rpc.codec`; functions and classes as values by name); peers authenticate with a
 secret, found without configuration on one host (:mod:`protoref.rpc.secret`) and
 required across hosts; ``shutdown`` returns a :class:`ShutdownReport`. ``PROTOREF_RPC_TRACE_DIR``
 makes every worker write its RRef trace there (``<name>.ndjson``). Our own keywords after
