@@ -124,3 +124,30 @@ def test_the_same_program_text_gives_the_same_results_on_torch(
     else:  # torch's shutdown reports nothing (it returns None)
         assert {k: out[0][k] for k in DROP_MANY_VALUES} == DROP_MANY_VALUES
         assert [w["report"] for w in out] == [None, None]
+
+
+#: What worker 0 of remote_module.py prints (torch 2.13 prints the same).
+REMOTE_MODULE: dict[str, Any] = {
+    "forward": [9.5, 19.0],
+    "forward_async": 9.5,
+    "parameters": [["worker1", [3.0, 3.0]], ["worker1", 0.5]],
+    "module_rref": "worker1",
+    "by_rank": [4.0, "worker2"],
+}
+OUR_REMOTE_MODULE = "from protoref.nn import RemoteModule\n"
+TORCH_REMOTE_MODULE = "from torch.distributed.nn import RemoteModule\n"
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_remote_module_runs_on_protoref(tmp_path: Path) -> None:
+    """Issue 26 §3: protoref.nn.RemoteModule in place of torch.distributed.nn's."""
+    assert run(PROGRAMS / "remote_module.py", 3, program_env(tmp_path))[0] == REMOTE_MODULE
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+def test_remote_module_program_prints_the_same_on_torch(tmp_path: Path) -> None:
+    text = torch_text("remote_module.py")
+    assert text.count(OUR_REMOTE_MODULE) == 1
+    script = tmp_path / "remote_module.py"
+    script.write_text(text.replace(OUR_REMOTE_MODULE, TORCH_REMOTE_MODULE), encoding="utf-8")
+    assert run(script, 3, program_env(tmp_path / "home"))[0] == REMOTE_MODULE
