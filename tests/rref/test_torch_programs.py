@@ -151,3 +151,19 @@ def test_remote_module_program_prints_the_same_on_torch(tmp_path: Path) -> None:
     script = tmp_path / "remote_module.py"
     script.write_text(text.replace(OUR_REMOTE_MODULE, TORCH_REMOTE_MODULE), encoding="utf-8")
     assert run(script, 3, program_env(tmp_path / "home"))[0] == REMOTE_MODULE
+
+
+#: What worker 0 of process_group.py prints (torch 2.13 prints the same).
+PROCESS_GROUP = [{"all_reduce": 33.0, "rpc": [11, 13]}, {"all_reduce": 63.0, "rpc": [21, 23]}]
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (pip install torch==2.13.0)")
+@pytest.mark.parametrize("on", ["protoref", "torch"])
+def test_init_rpc_after_init_process_group_on_the_same_port(tmp_path: Path, on: str) -> None:
+    """Issue 26 §3: the process group's store holds MASTER_PORT; RPC shares it (before:
+    "address already in use"), twice in one process group's life."""
+    script = PROGRAMS / "process_group.py"
+    if on == "torch":
+        script = tmp_path / "process_group.py"
+        script.write_text(torch_text("process_group.py"), encoding="utf-8")
+    assert run(script, 3, program_env(tmp_path / "home"))[0] == PROCESS_GROUP

@@ -32,6 +32,7 @@ from protoref.rpc.errors import FrameError, PeerDiscoveryError, RPCError
 from protoref.rpc.futures import outcome
 from protoref.rpc.link import Link, corked
 from protoref.rpc.options import RpcOptions, local_address_toward, new_loop
+from protoref.rpc.shared_store import master_from_store, publish_master, shared_store
 from protoref.rpc.tensors import TensorCodec
 from protoref.rpc.transport import Transport
 from protoref.rref.runtime.node import PENDING, Node
@@ -136,14 +137,21 @@ class WorkerCore:
         self._peers = self.loop.create_future()
         o = self.options
         host = o.host or local_address_toward(o.master_addr, o.master_port)
+        shared = shared_store()  # torch's process group holds MASTER_PORT: share its store
         if self.rank == 0:
-            await self.transport.serve(host, o.master_port)
-            me = fr.PeerInfo(name=self.name, rank=0, host=host, port=o.master_port)
+            port = await self.transport.serve(host, 0 if shared else o.master_port)
+            if shared:
+                await self.loop.run_in_executor(None, publish_master, *shared, host, port)
+            me = fr.PeerInfo(name=self.name, rank=0, host=host, port=port)
             self._joined[self.name] = (me, None)
             self._maybe_complete()
         else:
             port = await self.transport.serve(host, 0)
-            self.transport.addresses[MASTER] = (o.master_addr, o.master_port)
+            self.transport.addresses[MASTER] = (
+                (o.master_addr, o.master_port)
+                if shared is None
+                else await self.loop.run_in_executor(None, master_from_store, *shared)
+            )
             me = fr.PeerInfo(name=self.name, rank=self.rank, host=host, port=port)
             self.transport.send(MASTER, fr.Join, info=me)
         try:
