@@ -17,7 +17,8 @@ rpc_backend_options=None)``, ``rpc_sync``/``rpc_async``/``remote`` (to a name, a
 
 What differs (docs/divergences.md): functions travel by name (``module:qualname``; a script's
 own functions as ``__main__:name``, found in the callee's ``__main__`` as pickle finds them),
-values as JSON or through an explicit :class:`Codec`, never pickled; peers authenticate with a
+values as JSON where they fit, else pickled as torch's are, between authenticated workers
+only (:mod:`protoref.rpc.codec`; functions and classes as values by name); peers authenticate with a
 secret, found without configuration on one host (:mod:`protoref.rpc.secret`) and
 required across hosts; ``shutdown`` returns a :class:`ShutdownReport`. ``PROTOREF_RPC_TRACE_DIR``
 makes every worker write its RRef trace there (``<name>.ndjson``). Our own keywords after
@@ -57,7 +58,7 @@ from protoref.rpc.errors import (
     RPCTimeoutError,
     UnresolvableFunctionError,
 )
-from protoref.rpc.futures import Future
+from protoref.rpc.futures import Future, as_torch_future
 from protoref.rpc.secret import SecretFileError, resolve_secret
 
 #: A folder: every worker writes its trace there as ``<name>.ndjson`` (an unchanged torch
@@ -184,9 +185,10 @@ def rpc_async(
     kwargs: dict[str, Any] | None = None,
     timeout: float = UNSET_RPC_TIMEOUT,
 ) -> Any:
-    """Run ``func`` on ``to``; a Future of its result. A timeout of 0 waits forever."""
+    """Run ``func`` on ``to``; a Future of its result. A timeout of 0 waits forever. With
+    torch loaded, the Future is a torch.futures.Future (torch.futures.wait_all takes it)."""
     run: Callable[..., Any] = plugins.require("rpc_async")  # type: ignore[assignment]
-    return run(to, func, args, kwargs, timeout)
+    return as_torch_future(run(to, func, args, kwargs, timeout))
 
 
 def rpc_sync(
@@ -197,7 +199,8 @@ def rpc_sync(
     timeout: float = UNSET_RPC_TIMEOUT,
 ) -> Any:
     """Run ``func`` on ``to`` and wait for its result."""
-    return rpc_async(to, func, args, kwargs, timeout).wait()
+    run: Callable[..., Any] = plugins.require("rpc_async")  # type: ignore[assignment]
+    return run(to, func, args, kwargs, timeout).wait()
 
 
 def get_worker_info(worker_name: str | int | None = None) -> WorkerInfo:

@@ -36,6 +36,7 @@ from protoref.rpc.liveness import Liveness
 from protoref.rpc.options import RpcOptions, local_address_toward, new_loop
 from protoref.rpc.peers import MASTER, PeerTable
 from protoref.rpc.pool import UdfPool
+from protoref.rpc.shared_store import master_from_store, publish_master, shared_store
 from protoref.rpc.shutdown import Barriers, ShutdownReport
 from protoref.rpc.shutdown import graceful as graceful_shutdown
 from protoref.rpc.tensors import TensorCodec
@@ -163,12 +164,19 @@ class Agent:
         self.peers.open(self.loop)
         o = self.options
         host = o.host or local_address_toward(o.master_addr, o.master_port)
+        shared = shared_store()  # torch's process group holds MASTER_PORT: share its store
         if self.rank == 0:
-            await self.transport.serve(host, o.master_port)
-            self.peers.join_self(fr.PeerInfo(name=self.name, rank=0, host=host, port=o.master_port))
+            port = await self.transport.serve(host, 0 if shared else o.master_port)
+            if shared:
+                await self.loop.run_in_executor(None, publish_master, *shared, host, port)
+            self.peers.join_self(fr.PeerInfo(name=self.name, rank=0, host=host, port=port))
         else:
             port = await self.transport.serve(host, 0)
-            self.transport.addresses[MASTER] = (o.master_addr, o.master_port)
+            self.transport.addresses[MASTER] = (
+                (o.master_addr, o.master_port)
+                if shared is None
+                else await self.loop.run_in_executor(None, master_from_store, *shared)
+            )
             me = fr.PeerInfo(name=self.name, rank=self.rank, host=host, port=port)
             self.transport.send(MASTER, fr.Join, info=me)
         assert self.peers.complete is not None

@@ -29,11 +29,13 @@ or ``result``.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Generic, TypeVar
 
-__all__ = ["Future", "collect_all", "divert_callbacks", "wait_all"]
+__all__ = ["Future", "as_torch_future", "collect_all", "divert_callbacks", "wait_all"]
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -187,3 +189,63 @@ def wait_all(futures: Sequence[Any]) -> list[Any]:
     exception in list order (torch 2.13: it, too, waits for all)."""
     done = collect_all(futures).wait()
     return [outcome(f)[0] for f in done]
+
+
+def as_torch_future(ours: Future[T]) -> Any:
+    """``ours`` as a ``torch.futures.Future`` when torch is loaded in this process (a program
+    that calls ``torch.futures.wait_all``/``collect_all`` has imported it), else ``ours``.
+
+    torch's ``wait_all`` and ``collect_all`` accept only torch's C++ futures, so rpc_async
+    returns one of those, completed with ``ours``'s outcome; it keeps our ``wait(timeout)``
+    and ``result()``, and its ``then`` gives such a future too. torch is never imported here."""
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "futures"):
+        return ours
+    return _torch_future_class(torch.futures.Future)(ours)
+
+
+@functools.cache
+def _torch_future_class(base: type) -> type:
+    class TorchRpcFuture(base):  # type: ignore[misc]
+        """torch.futures.Future completed by one of ours (see :func:`as_torch_future`)."""
+
+        def __init__(self, ours: Future[Any]) -> None:
+            super().__init__()
+            self._ours = ours
+            ours.add_done_callback(self._complete)
+
+        def _complete(self, done: Future[Any]) -> None:
+            value, error = outcome(done)
+            if error is None:
+                self.set_result(value)
+            else:
+                self.set_exception(error)
+
+        def wait(self, timeout: float | None = None) -> Any:
+            if timeout is not None:
+                self._ours.wait(timeout)  # raises on timeout (an RPC future: RPCTimeoutError)
+            return super().wait()
+
+        def result(self, timeout: float | None = None) -> Any:
+            return self.wait(timeout)
+
+        def then(self, callback: Callable[[Any], Any]) -> Any:
+            # ours does what torch's then does (its callback-error text); the child is such
+            # a future too, run once this one is complete (torch's add_done_callback)
+            child: Future[Any] = Future()
+
+            def run(_fut: Any) -> None:
+                try:
+                    child._settle(callback(self), None)
+                except Exception as err:
+                    wrapped = RuntimeError(
+                        "Got the following error when running the callback: "
+                        f"{type(err).__name__}: {err}"
+                    )
+                    wrapped.__cause__ = err
+                    child._settle(None, wrapped)
+
+            super().add_done_callback(run)
+            return TorchRpcFuture(child)
+
+    return TorchRpcFuture

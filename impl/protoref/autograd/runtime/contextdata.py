@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from protoref.autograd.core.ids import AutogradId
-from protoref.autograd.runtime.engine import RecvRpcBackward, SendRpcBackward, Tensor
+from protoref.autograd.runtime.engine import Node, RecvRpcBackward, SendRpcBackward, Tensor
 
 __all__ = ["ContextData"]
 
@@ -30,6 +30,20 @@ class ContextData:
     retain_graph: bool = False
     #: The first error of this worker's part of the pass (or a flood child's), for the root.
     error: str = ""
+    #: Nodes this worker's part of the pass ran without retain_graph: freed when that part
+    #: ends (CleanupBackwardPass), not after each local run, so a node reached by the root
+    #: and by send functions, or by two send functions (one value returned by two RPCs),
+    #: runs for each of them within the pass, as torch's one graph task runs it once.
+    ran: dict[int, Node] = field(default_factory=dict)
+
+    def ran_node(self, node: Node) -> None:
+        self.ran[id(node)] = node
+
+    def free_ran(self) -> None:
+        """The worker's part of the pass is over: free what it ran (retain_graph False)."""
+        for node in self.ran.values():
+            node.release()
+        self.ran.clear()
 
     def accumulate(self, leaf: Tensor, grad: float) -> None:
         self.grads[leaf] = self.grads.get(leaf, 0.0) + grad
@@ -41,6 +55,7 @@ class ContextData:
     def new_pass(self, pass_no: int, retain_graph: bool) -> None:
         """Start pass ``pass_no``: recv functions start from zero again; leaves keep theirs
         (passes accumulate, as torch's do since PR #32506)."""
+        self.free_ran()
         self.pass_no = pass_no
         self.retain_graph = retain_graph
         self.error = ""

@@ -337,11 +337,16 @@ def run_local(
     on_leaf: Callable[[Tensor, float], None],
     *,
     retain_graph: bool,
+    release: Callable[[Node], None] | None = None,
 ) -> None:
     """One worker's local pass: ``roots`` are (next edge, gradient) pairs (a loss's grad_fn with
     1.0, or a send function's inputs with the gradients a request brought). Nodes run in
     dependency order; leaves go to ``on_leaf``; recv functions accumulate. Checked first, so a
-    pass through freed values raises before anything is accumulated."""
+    pass through freed values raises before anything is accumulated. Without ``retain_graph``
+    a node that ran is freed at once, or handed to ``release`` (the distributed engine frees
+    them when the worker's part of the pass is over: one node may be reached by the root and
+    by several send functions, each a separate run; backward functions are linear in the
+    gradient, so the runs' sum is the single run's torch makes)."""
     nodes = _nodes_from(r for r, _ in roots if isinstance(r, Node))
     if any(n.saved_freed() for n in nodes):
         raise RuntimeError(FREED)
@@ -374,6 +379,9 @@ def run_local(
                 if waiting[id(nxt)] == 0:
                     heapq.heappush(ready, (-nxt.order, nxt))
         if not retain_graph:
-            node.release()
+            if release is None:
+                node.release()
+            else:
+                release(node)
     for leaf, g in leaves:
         on_leaf(leaf, g)

@@ -236,6 +236,7 @@ class AutogradNode:
                     moved = True
                 if bw.complete(self._ctn, c):
                     step = bw.cleanup_backward_pass(self._ctn, c)
+                    self._data_of(c).free_ran()  # the part of the pass is over
                     self._send_control(step, self._commit(step))
                     moved = True
             waiting, self._deferred = self._deferred, []
@@ -357,7 +358,12 @@ class AutogradNode:
         backward function fails the graph task (``BackwardError``), remembered for the root."""
         data = self._data_of(c)
         try:
-            run_local(starts, data.accumulate, retain_graph=data.retain_graph)  # type: ignore[arg-type]
+            run_local(
+                starts,  # type: ignore[arg-type]
+                data.accumulate,
+                retain_graph=data.retain_graph,
+                release=data.ran_node,
+            )
         except (RuntimeError, ValueError) as exc:
             if not data.error:
                 data.error = f"Error on Node {self.rank}: {exc}"

@@ -16,10 +16,9 @@ from typing import Any, TypeVar
 
 from protoref.ids import GloballyUniqueId
 from protoref.rpc.agent import Agent
-from protoref.rpc.codec import decode_value, encode_value
+from protoref.rpc.codec import copy_value
 from protoref.rpc.current import WorkerInfo
 from protoref.rpc.errors import (
-    CodecError,
     PeerDeadError,
     RemoteError,
     RPCError,
@@ -40,6 +39,10 @@ __all__ = ["Calls", "RpcFuture"]
 T = TypeVar("T")
 
 Gid = GloballyUniqueId
+
+
+def _is_rref(value: object) -> bool:
+    return isinstance(value, RRef)
 
 
 class RpcFuture(Future[T]):
@@ -160,12 +163,15 @@ class Calls:
         def run() -> None:
             self._check_call(to)
             node = self.node
-            body = node.encode_call(name, args, kwargs, to)
-            wrapped = self.wraps.wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
-            if to == self.name:  # no RRefs (the core refuses sharing with oneself): run here
-                a, k = node.decode_call(body, node.clock.lamport)
+            if to == self.name:  # a copy, its RRefs as they are (no fork to oneself): run here
+                a, k = copy_value(
+                    (list(args), dict(kwargs)), node.codecs, path="args", is_rref=_is_rref
+                )
+                wrapped = self.wraps.wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
                 self._call_self(name, a, k, wrapped, future)
                 return
+            body = node.encode_call(name, args, kwargs, to)
+            wrapped = self.wraps.wrap(to, (args, kwargs))  # under a context: wrapped (autograd)
             call_id = node.add_call(to, future)
             if wrapped is not None:
                 self.wraps.calls[call_id] = wrapped
@@ -216,12 +222,7 @@ class Calls:
         """A wrapped answer to oneself is a copy, as torch's serialized one is: its tensors
         become the caller's recv function's outputs, while the callee's send function keeps
         the originals (one object cannot be both)."""
-        codecs = self.node.codecs
-        try:
-            data = encode_value(value, codecs, None, path="result")
-        except CodecError:  # an RRef in it: handed over as it is
-            return value
-        return decode_value(data, codecs, lambda _i: None, path="result")
+        return copy_value(value, self.node.codecs, path="result", is_rref=_is_rref)
 
     def run_local(self, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """Run ``fn`` on this worker's RPC pool with these very objects (no encoding): an RRef

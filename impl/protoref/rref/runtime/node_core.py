@@ -270,7 +270,7 @@ class NodeCore:
             return
 
         def ready(done: cf.Future[Any]) -> None:
-            result = self._result_of(done, m.dst, allow_rrefs=False)
+            result = self._result_of(done, m.dst, allow_rrefs=True)  # RRefs inside: forked
             # a fetch made under a context: its handler answers (wrapped if the value needs it)
             autograd = self.fetch_answered(m.fork, done, result)
             self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, result=result, autograd=autograd)

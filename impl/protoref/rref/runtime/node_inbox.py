@@ -283,7 +283,7 @@ class Inbox:
         key = self.node.wraps.key_or_refusal(frame.autograd, ())
 
         def reply(done: cf.Future[Any]) -> None:
-            result = self.payload._result_of(done, peer, allow_rrefs=False)
+            result = self.payload._result_of(done, peer, allow_rrefs=True)  # RRefs inside: forked
             autograd = self._ag_answer(key, done, result)
             self.node.send_frame(
                 peer,

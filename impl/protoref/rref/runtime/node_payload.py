@@ -63,9 +63,14 @@ class Payload:
             found.append(h)
             return len(found) - 1
 
-        datas = [
+        datas = [  # trusted: call and result frames go only over authenticated links
             encode_value(
-                v, self.node.codecs, on_rref, path=p, is_rref=lambda x: isinstance(x, RRef)
+                v,
+                self.node.codecs,
+                on_rref,
+                path=p,
+                is_rref=lambda x: isinstance(x, RRef),
+                trusted=True,
             )
             for v, p in parts
         ]
@@ -83,12 +88,14 @@ class Payload:
 
     def decode(self, data: Any, forks: Sequence[ev.PythonCall], stamp: int, path: str) -> Any:
         handles = [self.unpickle(m, stamp) for m in forks]
-        return decode_value(data, self.node.codecs, lambda i: handles[i], path=path)
+        return decode_value(data, self.node.codecs, lambda i: handles[i], path=path, trusted=True)
 
     def decode_call(self, body: rf.CallBody, stamp: int) -> tuple[list[Any], dict[str, Any]]:
         handles = [self.unpickle(m, stamp) for m in body.forks]
-        args = decode_value(body.args, self.node.codecs, lambda i: handles[i], path="args")
-        kwargs = decode_value(body.kwargs, self.node.codecs, lambda i: handles[i], path="kwargs")
+        # trusted: a call frame arrives only on a link whose handshake proved the secret
+        codecs = self.node.codecs
+        args = decode_value(body.args, codecs, handles.__getitem__, path="args", trusted=True)
+        kwargs = decode_value(body.kwargs, codecs, handles.__getitem__, path="kwargs", trusted=True)
         return list(args), dict(kwargs)
 
     def encode_call(
@@ -122,6 +129,7 @@ class Payload:
                 None,
                 path="result",
                 is_rref=lambda v: isinstance(v, RRef),
+                trusted=True,
             )
             return rf.Result(ok=True, value=value)
         except (ProtocolError, Exception) as err:  # the result is refused, not the link
