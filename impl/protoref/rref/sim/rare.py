@@ -36,14 +36,17 @@ RARE_SHARE = 0.04
 SLOW = 5
 
 
-class RarePaths(SimBase):
+class RarePaths:
     """The bursts of :mod:`protoref.rref.sim.rare`."""
+
+    def __init__(self, sim: SimBase) -> None:
+        self.sim = sim
 
     def _rare_step(self) -> bool:
         """Maybe one burst; False when none was taken (the scheduler then steps as usual)."""
-        if self._random() >= RARE_SHARE:
+        if self.sim._random() >= RARE_SHARE:
             return False
-        if self._random() < 0.5:
+        if self.sim._random() < 0.5:
             return self._misuse_timed_out()
         return self._slow_remote_shared()
 
@@ -51,53 +54,55 @@ class RarePaths(SimBase):
         """Fork or fetch a held UserRRef that timed out: the core must refuse."""
         candidates = [
             (w, f)
-            for w, ctx in self.contexts.items()
+            for w, ctx in self.sim.contexts.items()
             for f in sorted(ctx.held & ctx.timed_out - ctx.deleted)
             if ctx.app_can_act()
         ]
         if not candidates:
             return False
-        w, f = candidates[int(self._random() * len(candidates))]
-        others = self._others[w]
-        rref = self.contexts[w].users[f].rref
+        w, f = candidates[int(self.sim._random() * len(candidates))]
+        others = self.sim._others[w]
+        rref = self.sim.contexts[w].users[f].rref
         attempts: list[tuple[Callable[..., Step], tuple[Any, ...]]] = [(base.machine.to_here, (f,))]
         if others:
-            dst = others[int(self._random() * len(others))]
+            dst = others[int(self.sim._random() * len(others))]
             attempts.insert(0, (base.machine.prepare_child_fork, (dst, rref, f)))
         for transition, args in attempts:
             try:
-                self._apply(w, transition, args)
+                self.sim._apply(w, transition, args)
             except ProtocolError:
-                self.refused += 1  # torch raises to the application; nothing happened
+                self.sim.refused += 1  # torch raises to the application; nothing happened
         return True
 
     def _slow_remote_shared(self) -> bool:
         """rpc.remote to another worker with a slow call, its UserRRef shared with a third."""
-        workers = [w for w, ctx in self.contexts.items() if ctx.app_can_act()]
+        workers = [w for w, ctx in self.sim.contexts.items() if ctx.app_can_act()]
         if len(workers) < 3:
             return False
-        w = workers[int(self._random() * len(workers))]
-        targets = [d for d in self._targets[w] if d != w]
+        w = workers[int(self.sim._random() * len(workers))]
+        targets = [d for d in self.sim._targets[w] if d != w]
         if not targets:
             return False
-        d = targets[int(self._random() * len(targets))]
-        third = [x for x in self._others[w] if x != d]
+        d = targets[int(self.sim._random() * len(targets))]
+        third = [x for x in self.sim._others[w] if x != d]
         if not third:
             return False
-        x = third[int(self._random() * len(third))]
+        x = third[int(self.sim._random() * len(third))]
         r, f = self._remote_slowly(w, d)
-        self._apply(w, base.machine.prepare_child_fork, (x, r, f))
+        self.sim._apply(w, base.machine.prepare_child_fork, (x, r, f))
         # ``rref = rpc.remote(d, ...); rpc.rpc_async(x, g, args=(rref,)); del rref``: the
         # destructor deletes it once it timed out and the child was accepted (G2)
-        self._apply(w, base.machine.drop_rref, (f,))
+        self.sim._apply(w, base.machine.drop_rref, (f,))
         return True
 
     def _remote_slowly(self, w: WorkerId, d: WorkerId) -> tuple[base.Gid, base.Gid]:
-        ctx = self.contexts[w]
+        ctx = self.sim.contexts[w]
         r, f = ctx.new_id(), ctx.new_id(1)
-        sent = len(self.net)
-        self._apply(w, base.machine.remote, (d,))
-        self.deadlines[(w, r, f)] = self.now + self.config.rpc_timeout
-        for env in self.net[sent:]:  # the PYTHON_REMOTE_CALL just sent: late past the timeout
-            env.ready_at = self.now + self.config.rpc_timeout + SLOW * self.config.max_delay
+        sent = len(self.sim.net)
+        self.sim._apply(w, base.machine.remote, (d,))
+        self.sim.deadlines[(w, r, f)] = self.sim.now + self.sim.config.rpc_timeout
+        for env in self.sim.net[sent:]:  # the PYTHON_REMOTE_CALL just sent: late past the timeout
+            env.ready_at = (
+                self.sim.now + self.sim.config.rpc_timeout + SLOW * self.sim.config.max_delay
+            )
         return r, f

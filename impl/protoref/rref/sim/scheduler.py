@@ -16,21 +16,119 @@ Every run is reproducible from its seed: ``python -m protoref.rref.sim.simulator
 from __future__ import annotations
 
 from bisect import bisect
+from collections.abc import Callable
 from itertools import accumulate
 
 from protoref.errors import LeakError
+from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rref.core import invariants
-from protoref.rref.sim.base import _NO_OPTIONS, MAX_DRAIN_STEPS, Mode, Options, RunSummary
+from protoref.rref.sim.base import (
+    _NO_OPTIONS,
+    MAX_DRAIN_STEPS,
+    AppAction,
+    AppOptions,
+    Mode,
+    Options,
+    RunSummary,
+    SimBase,
+    SimConfig,
+)
 from protoref.rref.sim.rare import RarePaths
 from protoref.rref.sim.shutdown import ShutdownSteps
 from protoref.rref.sim.system import SystemSteps
 from protoref.rref.sim.workload import Workload
+from protoref.tracing import TraceSink
 
 __all__ = ["Simulator"]
 
+Gid = GloballyUniqueId
 
-class Simulator(Workload, ShutdownSteps, SystemSteps, RarePaths):
-    """N RRef workers ``w0..w{N-1}`` driven by one seeded scheduler."""
+
+class Simulator(SimBase):
+    """N RRef workers ``w0..w{N-1}`` driven by one seeded scheduler: the state and core steps
+    (:class:`~.base.SimBase`) composed with its parts, the application's actions
+    (:class:`~.workload.Workload`), the network's and the timers' steps
+    (:class:`~.system.SystemSteps`), graceful shutdown (:class:`~.shutdown.ShutdownSteps`) and
+    the rare paths (:class:`~.rare.RarePaths`)."""
+
+    def __init__(
+        self,
+        seed: int,
+        config: SimConfig | None = None,
+        sink: TraceSink | None = None,
+        *,
+        workload: str = "random",
+    ) -> None:
+        super().__init__(seed, config, sink, workload=workload)
+        self.workload = Workload(self)
+        self.shutdown_steps = ShutdownSteps(self)
+        self.system = SystemSteps(self)
+        self.rare = RarePaths(self)
+
+    # ------------------------------------------------------------------ the parts' actions
+
+    def create_local_rref(self, w: WorkerId) -> Gid:
+        return self.workload.create_local_rref(w)
+
+    def remote(self, w: WorkerId, dst: WorkerId) -> tuple[Gid, Gid]:
+        return self.workload.remote(w, dst)
+
+    def share(self, w: WorkerId, dst: WorkerId, r: Gid, parent: Gid) -> Gid:
+        return self.workload.share(w, dst, r, parent)
+
+    def to_here(self, w: WorkerId, f: Gid) -> None:
+        self.workload.to_here(w, f)
+
+    def drop(self, w: WorkerId, f: Gid) -> None:
+        self.workload.drop(w, f)
+
+    def drop_owner(self, w: WorkerId, r: Gid) -> None:
+        self.workload.drop_owner(w, r)
+
+    def _app_enabled(self, mode: Mode) -> bool:
+        return self.workload._app_enabled(mode)
+
+    def _app_options(self, mode: Mode) -> AppOptions:
+        return self.workload._app_options(mode)
+
+    def _pick_app(self, mode: Mode) -> AppAction:
+        return self.workload._pick_app(mode)
+
+    def wait_all_workers(self) -> None:
+        self.shutdown_steps.wait_all_workers()
+
+    def del_all_users_and_unforked_owners(self, w: WorkerId) -> None:
+        self.shutdown_steps.del_all_users_and_unforked_owners(w)
+
+    def destroy_instance(self, w: WorkerId) -> None:
+        self.shutdown_steps.destroy_instance(w)
+
+    def _shutdown_options(self) -> list[tuple[float, Callable[[], object]]]:
+        return self.shutdown_steps._shutdown_options()
+
+    def shutdown(self) -> None:
+        self.shutdown_steps.shutdown()
+
+    def deliver(self, index: int) -> None:
+        self.system.deliver(index)
+
+    def retry_send(self, index: int) -> None:
+        self.system.retry_send(index)
+
+    def lose_first_attempt(self, index: int) -> None:
+        self.system.lose_first_attempt(index)
+
+    def _system_options(self) -> Options:
+        return self.system._system_options()
+
+    def del_user(self, w: WorkerId, f: Gid) -> None:
+        self.system.del_user(w, f)
+
+    def time_out_remote(self, w: WorkerId, r: Gid, f: Gid) -> None:
+        self.system.time_out_remote(w, r, f)
+
+    def _rare_step(self) -> bool:
+        return self.rare._rare_step()
 
     # ------------------------------------------------------------------ scheduling
 

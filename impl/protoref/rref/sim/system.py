@@ -24,28 +24,31 @@ __all__ = ["SystemSteps"]
 Gid = GloballyUniqueId
 
 
-class SystemSteps(SimBase):
+class SystemSteps:
     """Deliveries, retries, timeouts and destructors."""
+
+    def __init__(self, sim: SimBase) -> None:
+        self.sim = sim
 
     # ------------------------------------------------------------------ system steps
 
     def deliver(self, index: int) -> None:
         """Take message ``index`` from the network; its handler runs on the destination."""
-        net = self.net
+        net = self.sim.net
         env = net[index]
         net[index] = net[-1]
         net.pop()
         m = env.msg
-        self._apply(m.dst, base.core_step, (m,), env.stamp, m)
+        self.sim._apply(m.dst, base.core_step, (m,), env.stamp, m)
 
     def retry_send(self, index: int) -> None:
         """RRef.tla ``RetrySend(m)``: sendWithRetries re-sends a control message whose first
         attempt is unacknowledged; both copies may arrive (at-least-once delivery)."""
-        env = self.net[index]
+        env = self.sim.net[index]
         m = env.msg
         if m.type not in ev.RETRIED or m.dup != 0:
             raise ValueError(f"RetrySend of {m!r}: only first attempts of retried messages")
-        seq, lamport = self.clocks[m.src].local()
+        seq, lamport = self.sim.clocks[m.src].local()
         make = type(m).make
         env.msg = make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=1)
         env.retryable = False
@@ -54,27 +57,27 @@ class SystemSteps(SimBase):
         # receiver's clock could fall below the retry's, and logs split per node and merged
         # by clock put the receipt before the retry (the checker rejected the merge).
         env.stamp = lamport
-        self._send(make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=2), lamport)
-        self._record(RetrySendArgs.of(m), m.src, seq, lamport, self.contexts[m.src])
+        self.sim._send(make(m.src, m.dst, m.rref, m.owner, m.fork, parent=m.parent, dup=2), lamport)
+        self.sim._record(RetrySendArgs.of(m), m.src, seq, lamport, self.sim.contexts[m.src])
 
     def lose_first_attempt(self, index: int) -> None:
         """RRef.tla ``LoseFirstAttempt(m)``: the first attempt of a retried message, already
         retried (``dup`` 1), is lost with its connection; the sender learns it when it redials
         (as the runtime does) and logs it."""
-        net = self.net
+        net = self.sim.net
         m = net[index].msg
         if m.type not in ev.RETRIED or m.dup != 1:
             raise ValueError(f"LoseFirstAttempt of {m!r}: only retried first attempts")
         net[index] = net[-1]
         net.pop()
-        seq, lamport = self.clocks[m.src].local()
-        self._record(LoseFirstAttemptArgs.of(m), m.src, seq, lamport, self.contexts[m.src])
+        seq, lamport = self.sim.clocks[m.src].local()
+        self.sim._record(LoseFirstAttemptArgs.of(m), m.src, seq, lamport, self.sim.contexts[m.src])
 
     def _system_options(self) -> Options:
         weights: list[float] = []
         actions: list[Callable[[], object]] = []
-        weight, action, now = weights.append, actions.append, self.now
-        deliver, retry, net = self._deliver_at, self._retry_at, self.net
+        weight, action, now = weights.append, actions.append, self.sim.now
+        deliver, retry, net = self.sim._deliver_at, self.sim._retry_at, self.sim.net
         while len(deliver) < len(net):
             # The options of the envelope at an index: made once, reused by every step.
             deliver.append(partial(self.deliver, len(deliver)))
@@ -90,17 +93,17 @@ class SystemSteps(SimBase):
             elif env.retryable:
                 weight(0.3)
                 action(retry_it)
-        destructors = self._destructors
-        for w, ctx in self.contexts.items():
+        destructors = self.sim._destructors
+        for w, ctx in self.sim.contexts.items():
             cached = destructors[w]
             if cached[0] is not ctx:
                 cached = destructors[w] = self._destructors_of(w, ctx, cached)
             if cached[2][0]:
                 weights += cached[2][0]
                 actions += cached[2][1]
-        if self.deadlines:
+        if self.sim.deadlines:
             self._timeout_options(weights, actions)
-        if self.config.lose_first_attempts:  # last, so that the other options keep their order
+        if self.sim.config.lose_first_attempts:  # last, so that the other options keep their order
             for i, env in enumerate(net):
                 if env.msg.dup == 1:
                     weight(0.1)
@@ -108,9 +111,9 @@ class SystemSteps(SimBase):
         return weights, actions
 
     def _timeout_options(self, weights: list[float], actions: list[Callable[[], object]]) -> None:
-        now, contexts, timeouts = self.now, self.contexts, self.config.timeouts
+        now, contexts, timeouts = self.sim.now, self.sim.contexts, self.sim.config.timeouts
         finished = []
-        for key, deadline in self.deadlines.items():
+        for key, deadline in self.sim.deadlines.items():
             w, r, f = key
             ctx = contexts[w]
             if not (f in ctx.pending_users if f != r else r in ctx.self_calls):
@@ -119,7 +122,7 @@ class SystemSteps(SimBase):
                 weights.append(0.5)
                 actions.append(partial(self.time_out_remote, w, r, f))
         for key in finished:
-            del self.deadlines[key]
+            del self.sim.deadlines[key]
 
     def _destructors_of(
         self,
@@ -146,7 +149,7 @@ class SystemSteps(SimBase):
         fs = ctx.destructible()
         if not fs:
             return [], []
-        made = self._del_user_at
+        made = self.sim._del_user_at
         actions = []
         for f in fs:
             action = made.get((w, f))
@@ -157,8 +160,8 @@ class SystemSteps(SimBase):
 
     def del_user(self, w: WorkerId, f: Gid) -> None:
         """The UserRRef's refcount reached zero: its destructor runs (G1)."""
-        self._apply(w, base.machine.del_user, (f,))
+        self.sim._apply(w, base.machine.del_user, (f,))
 
     def time_out_remote(self, w: WorkerId, r: Gid, f: Gid) -> None:
-        self.deadlines.pop((w, r, f), None)
-        self._apply(w, base.machine.time_out_remote, (r, f))
+        self.sim.deadlines.pop((w, r, f), None)
+        self.sim._apply(w, base.machine.time_out_remote, (r, f))

@@ -19,45 +19,50 @@ __all__ = ["Workload"]
 Gid = GloballyUniqueId
 
 
-class Workload(SimBase):
+class Workload:
     """The application's steps."""
+
+    def __init__(self, sim: SimBase) -> None:
+        self.sim = sim
 
     # ------------------------------------------------------------------ application API
 
     def create_local_rref(self, w: WorkerId) -> Gid:
-        r = self.contexts[w].new_id()
-        self._apply(w, base.machine.create_local_rref, ())
+        r = self.sim.contexts[w].new_id()
+        self.sim._apply(w, base.machine.create_local_rref, ())
         return r
 
     def remote(self, w: WorkerId, dst: WorkerId) -> tuple[Gid, Gid]:
         """rpc.remote: returns (RRefId, ForkId of the caller's UserRRef; = RRefId for self)."""
-        ctx = self.contexts[w]
+        ctx = self.sim.contexts[w]
         r, f = ctx.new_id(), (ctx.new_id(1) if dst != w else ctx.new_id())
-        self._apply(w, base.machine.remote, (dst,))
-        self.deadlines[(w, r, f)] = self.now + self.config.rpc_timeout
+        self.sim._apply(w, base.machine.remote, (dst,))
+        self.sim.deadlines[(w, r, f)] = self.sim.now + self.sim.config.rpc_timeout
         return r, f
 
     def share(self, w: WorkerId, dst: WorkerId, r: Gid, parent: Gid) -> Gid:
         """Pass RRef ``r`` (held as ``parent``) to ``dst`` in a user RPC; returns the child fork."""
-        c = self.contexts[w].new_id()
-        self._apply(w, base.machine.prepare_child_fork, (dst, r, parent))
+        c = self.sim.contexts[w].new_id()
+        self.sim._apply(w, base.machine.prepare_child_fork, (dst, r, parent))
         return c
 
     def to_here(self, w: WorkerId, f: Gid) -> None:
-        self._apply(w, base.machine.to_here, (f,))
+        self.sim._apply(w, base.machine.to_here, (f,))
 
     def drop(self, w: WorkerId, f: Gid) -> None:
-        self._apply(w, base.machine.drop_rref, (f,))
+        self.sim._apply(w, base.machine.drop_rref, (f,))
 
     def drop_owner(self, w: WorkerId, r: Gid) -> None:
-        self._apply(w, base.machine.drop_owner_rref, (r,))
+        self.sim._apply(w, base.machine.drop_owner_rref, (r,))
 
     def _remote_any(self, w: WorkerId, targets: Sequence[WorkerId]) -> None:
-        self.remote(w, self.rng.choice(targets))
+        self.remote(w, self.sim.rng.choice(targets))
 
     def _share_any(self, w: WorkerId, others: Sequence[WorkerId], r: Gid, parent: Gid) -> None:
         # share() without drawing the child's id it returns (nobody here reads it).
-        self._apply(w, base.machine.prepare_child_fork, (self.rng.choice(others), r, parent))
+        self.sim._apply(
+            w, base.machine.prepare_child_fork, (self.sim.rng.choice(others), r, parent)
+        )
 
     def _app_enabled(self, mode: Mode) -> bool:
         """Whether :meth:`_app_options` would offer anything (without building the options: the
@@ -66,7 +71,7 @@ class Workload(SimBase):
             return False
         if mode == "workload":
             return True  # every worker may always create a local RRef or call rpc.remote
-        for ctx in self.contexts.values():  # noqa: SIM110 - a plain loop: no generator per step
+        for ctx in self.sim.contexts.values():  # noqa: SIM110 - a plain loop: no generator per step
             if ctx.held or ctx.owner_held:
                 return True
         return False
@@ -77,7 +82,7 @@ class Workload(SimBase):
         weights: list[float] = []
         actions: list[AppAction] = []
         workload = mode == "workload"
-        for w, ctx in self.contexts.items():
+        for w, ctx in self.sim.contexts.items():
             worker_weights, worker_actions = self._worker_app_options(w, ctx, workload=workload)
             weights += worker_weights
             actions += worker_actions
@@ -94,10 +99,10 @@ class Workload(SimBase):
         is compared with the same values, so the same option is picked; only the picked
         worker's options are listed."""
         workload = mode == "workload"
-        cache = self._app_totals
+        cache = self.sim._app_totals
         totals = []
         total = 0.0
-        for w, ctx in self.contexts.items():
+        for w, ctx in self.sim.contexts.items():
             # A step changes one worker's context: the others' totals are reused.
             cached = cache.get(w)
             if cached is not None and cached[0] is ctx and cached[1] is workload:
@@ -107,7 +112,7 @@ class Workload(SimBase):
                 cache[w] = (ctx, workload, worker_total)
             totals.append((w, ctx, worker_total))
             total += worker_total
-        x = self._random() * (total + 0.0)
+        x = self.sim._random() * (total + 0.0)
         offset = 0.0
         last = None
         for w, ctx, worker_total in totals:
@@ -144,11 +149,11 @@ class Workload(SimBase):
         base += 0.5 * n
         if not workload:
             return None
-        others = self._others[w]
+        others = self.sim._others[w]
         if base + 0.5 > x:
             return self.create_local_rref, (w,)
         if base + 2.0 > x:
-            return self._remote_any, (w, self._targets[w])
+            return self._remote_any, (w, self.sim._targets[w])
         base += 2.0
         shared = ctx.owner_held | ctx.owners
         n = len(shared)
@@ -200,7 +205,7 @@ class Workload(SimBase):
         return weights, actions
 
     def _owned_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
-        others, targets = self._others[w], self._targets[w]
+        others, targets = self.sim._others[w], self.sim._targets[w]
         share = self._share_any
         shared = sorted(ctx.owner_held | ctx.owners)
         weights = [0.5, 1.5] + [1.0] * len(shared)
@@ -214,7 +219,7 @@ class Workload(SimBase):
     def _user_part(self, w: WorkerId, ctx: RRefContext) -> AppOptions:
         # Reads the records of held UserRRefs too, but a record never changes and a new
         # UserRRef is held (``held`` changes with it).
-        others = self._others[w]
+        others = self.sim._others[w]
         share, users, fetched, to_here = self._share_any, ctx.users, ctx.fetched, self.to_here
         weights: list[float] = []
         actions: list[AppAction] = []
