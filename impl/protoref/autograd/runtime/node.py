@@ -100,6 +100,9 @@ class AutogradNode:
         self._local = threading.local()
         self._threads = 0
         self._deferred: list[tuple[Msg, int]] = []
+        #: The workers the RPC layer's failure detector declared dead (the spec's ``~alive``
+        #: as the survivors see it, with ``Detect``).
+        self._dead: set[int] = set()
 
     # ------------------------------------------------------------------ reading
 
@@ -234,11 +237,13 @@ class AutogradNode:
                     step = bw.recv_rpc_backward_apply(self._ctn, c, r)
                     self._send_control(step, self._commit(step), {r.mid: values})
                     moved = True
-                if bw.complete(self._ctn, c):
-                    step = bw.cleanup_backward_pass(self._ctn, c)
+                dead = frozenset(self._dead)
+                if bw.complete(self._ctn, c, dead):
+                    step = bw.cleanup_backward_pass(self._ctn, c, dead)
                     self._data_of(c).free_ran()  # the part of the pass is over
                     self._send_control(step, self._commit(step))
                     moved = True
+            moved = self._release_orphans() or moved
             waiting, self._deferred = self._deferred, []
             for msg, stamp in waiting:
                 try:
@@ -249,6 +254,44 @@ class AutogradNode:
                 self._send_control(step, self._commit(step, stamp))
                 moved = True
         self._changed.notify_all()
+
+    def _release_orphans(self) -> bool:
+        """``ReleaseOrphanedContext``: erase each context whose creator died, once no
+        handler of it runs here (the Reference's "orphan"); True if one was released."""
+        moved = False
+        for c in sorted(self._ctn.ctxs):
+            if c.worker not in self._dead or c.worker == self.rank:
+                continue
+            try:
+                step = fw.release_orphaned_context(self._ctn, c, creator_dead=True)
+            except NotYetError:  # a handler of it still runs here: after it (defer)
+                continue
+            self._send_control(step, self._commit(step))
+            moved = True
+        return moved
+
+    def peer_died(self, rank: int, name: str) -> None:
+        """The failure detector declared worker ``rank`` (``name``) dead (``Crash(w)`` with
+        ``Detect``, as a survivor sees it): each graph task here whose flood child it was gets
+        the failed ``BWD_ACK`` the agents make up for it (an error naming it, so the root's
+        backward raises), send functions whose recv functions died with it count as run
+        (``Complete``), and contexts it created are released here (``ReleaseOrphanedContext``)."""
+        with self._lock:
+            if rank == self.rank or rank in self._dead:
+                return
+            self._dead.add(rank)
+            for c, child in sorted(self._ctn.echo_wait):
+                if child != rank or not self._ctn.running(c):
+                    continue
+                data = self._data.get(c)
+                if data is not None and not data.error:
+                    data.error = (
+                        f"Error on Node {self.rank}: worker {name} (rank {rank}) died during "
+                        f"the backward pass of context {c.to_int()}"
+                    )
+                ack = Msg.bwd("BWD_ACK", c, None, self._ctn.pass_of(c), rank, self.rank, False)
+                self._commit(bw.process_backward_ack(self._ctn, ack))
+            self._progress()
 
     def _wait(self, ready: object, what: str) -> None:
         deadline = time.monotonic() + WAIT_SECONDS

@@ -151,6 +151,14 @@ class AutogradPlugin(BasePlugin):
     def close(self) -> None:
         self.autograd.sink.close()
 
+    def peer_dead(self, peer: str, error: BaseException) -> None:
+        """``peer`` was declared dead (loop thread): the backward passes waiting on it fail
+        and the contexts it created are released here (AutogradNode.peer_died)."""
+        super().peer_dead(peer, error)
+        rank = self.agent.ranks.get(peer)
+        if rank is not None:
+            self.autograd.peer_died(rank, peer)
+
     def _on_frame(self, link: Link, frame: Autograd) -> None:
         """A cleanup or backward-pass message from the link's peer (on the loop thread)."""
         msg, peer = frame.body.msg, link.peer

@@ -1,0 +1,96 @@
+"""A distributed autograd program in which a worker is killed (SIGKILL) mid-backward.
+
+    MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 python dead_in_backward.py RANK   # RANK 0, 1, 2
+
+Worker 0 calls worker 1 under a context; worker 1's UDF makes a nested call to worker 2, the
+victim, which never takes part in a backward pass (it drops every backward message, so the
+pass waits on it). Worker 0 starts ``backward``, prints READY once the pass is running and
+reads a line from stdin: the test kills worker 2, then writes the kill's time. Worker 0 then
+records how backward failed and how long after the kill, that the release completed and left
+nothing on worker 0 and worker 1, and that its thread opens a new context and runs a backward
+pass through worker 1. Each survivor prints one JSON line.
+"""
+
+import json
+import sys
+import threading
+import time
+
+import protoref.autograd as dist_autograd
+import protoref.rpc as rpc
+from protoref.autograd import tensor
+from protoref.rpc import current
+
+# end of imports
+
+
+def mul3(x):
+    return x * 3
+
+
+def nested(x, y):
+    return rpc.rpc_sync("worker2", mul3, args=(x,)) + y
+
+
+def held():
+    return dist_autograd._get_debug_info()["num_autograd_contexts"]
+
+
+def drop_backward_messages():
+    """The victim: its part of every backward pass never runs (a pass waits on it)."""
+    node = current.current_worker().maybe_plugin("autograd").autograd
+    on_frame = node.on_frame
+
+    def filtered(frame):
+        if frame.msg.type not in ("BWD_START", "BWD_REQ"):
+            on_frame(frame)
+
+    node.on_frame = filtered
+
+
+def drive():
+    out = {}
+    x = tensor(2.0, requires_grad=True)
+    failed = {}
+
+    def run_backward(context_id, loss):
+        try:
+            dist_autograd.backward(context_id, [loss])
+            failed["error"] = None
+        except RuntimeError as err:
+            failed["error"] = str(err).splitlines()[0]
+        failed["at"] = time.time()
+
+    with dist_autograd.context() as context_id:
+        loss = rpc.rpc_sync("worker1", nested, args=(x, x))
+        thread = threading.Thread(target=run_backward, args=(context_id, loss))
+        thread.start()
+        while dist_autograd._get_debug_info()["num_current_backward_passes"] == 0:
+            time.sleep(0.01)
+        print("READY", flush=True)
+        killed = float(sys.stdin.readline())
+        thread.join()
+        out["backward_error"] = failed["error"]
+        out["failed_after_kill_s"] = round(failed["at"] - killed, 3)
+    out["held_here"] = held()
+    out["held_on_worker1"] = rpc.rpc_sync("worker1", held)
+    with dist_autograd.context() as context_id:
+        loss = rpc.rpc_sync("worker1", mul3, args=(x,))
+        dist_autograd.backward(context_id, [loss])
+        out["new_context_grad"] = dist_autograd.get_gradients(context_id)[x].item()
+    return out
+
+
+def main(rank):
+    rpc.init_rpc(f"worker{rank}", rank=rank, world_size=3)
+    if rank == 2:
+        drop_backward_messages()
+        time.sleep(600)  # killed by the test
+    out = drive() if rank == 0 else {}
+    report = rpc.shutdown()
+    out["dead_peers"] = list(report.dead_peers)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
