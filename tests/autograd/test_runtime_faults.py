@@ -14,6 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+import protoref.autograd as dist_autograd
+from protoref.autograd import Tensor, tensor
+from protoref.autograd.runtime.local import LocalWorld
+from protoref.autograd.runtime.node import context_id
 from protoref.rpc.options import free_port
 from support.autograd_programs import PROGRAMS
 from support.programs import finish, program_env, stop
@@ -59,3 +63,26 @@ def test_a_worker_killed_mid_backward_fails_the_pass_and_frees_the_thread(
     assert driver["new_context_grad"] == 3.0
     assert driver["dead_peers"] == ["worker2"]
     assert worker1["dead_peers"] == ["worker2"]
+
+
+def _mul3(x: Tensor) -> Tensor:
+    return x * 3
+
+
+def test_a_dead_creators_context_is_released_by_the_survivor() -> None:
+    """``ReleaseOrphanedContext``: once the failure detector reports a context's creator dead
+    (here: told directly, in the in-process world), a worker holding it releases it (before,
+    it held it for ever: pytorch#26379). A context of a live creator stays."""
+    world = LocalWorld(3)
+    try:
+        with world.acting(1), dist_autograd.context() as orphan:
+            world.rpc_sync("worker0", _mul3, (tensor(2.0, requires_grad=True),))
+            with world.acting(2), dist_autograd.context():
+                world.rpc_sync("worker0", _mul3, (tensor(2.0, requires_grad=True),))
+                survivor = world.workers[0].node
+                assert len(survivor.container.ctxs) == 2
+                survivor.peer_died(1, "worker1")
+                assert [c.worker for c in survivor.container.ctxs] == [2]
+                assert not survivor.is_held(context_id(orphan))
+    finally:
+        world.close()
