@@ -259,6 +259,8 @@ class AutogradNode:
         """``ReleaseOrphanedContext``: erase each context whose creator died, once no
         handler of it runs here (the Reference's "orphan"); True if one was released."""
         moved = False
+        if not self._dead:
+            return moved
         for c in sorted(self._ctn.ctxs):
             if c.worker not in self._dead or c.worker == self.rank:
                 continue
@@ -600,6 +602,12 @@ class AutogradNode:
                     answer = bw.process_backward_autograd_resp(self._ctn, m)
                     self._send_control(answer, self._commit(answer, lamport))
                 elif m.type == "BWD_ACK":
+                    data = self._data.get(m.ctx)
+                    if data is not None and not data.error:  # the root's error names it
+                        data.error = (
+                            f"Error on Node {self.rank}: worker {m.src} cannot be reached: "
+                            f"the backward pass of context {m.ctx.to_int()} failed there"
+                        )
                     self._commit(bw.process_backward_ack(self._ctn, m), lamport)
             self._progress()
 
