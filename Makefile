@@ -85,11 +85,11 @@ campaign-autograd: setup
 campaign-torch-rendezvous: setup
 	@# torch 2.13's own handler (exit 3: torch absent or not 2.13; make test installs it)
 	$(TRACECHECK) campaign torch-rendezvous --runs 30 --seed 1 || { test $$? = 3 && \
-	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
+	  echo "== make check skipped the torch-rendezvous campaign: no torch 2.13-2.15 in $(VENV) (make test installs 2.13)"; }
 campaign-torch-rref: setup
 	@# torch's own RRef protocol, black-box (exit 3 without torch, as above)
 	$(TRACECHECK) campaign torch-rref --runs 1 --seed 2 || { test $$? = 3 && \
-	  echo "== make check skipped the torch-rref campaign: no torch 2.13 in $(VENV) (make test installs it)"; }
+	  echo "== make check skipped the torch-rref campaign: no torch 2.13-2.15 in $(VENV) (make test installs 2.13)"; }
 
 .PHONY: test
 test: setup torch tools lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)
