@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,9 +17,8 @@ import protoref.autograd as dist_autograd
 from protoref.autograd import Tensor, tensor
 from protoref.autograd.runtime.local import LocalWorld
 from protoref.autograd.runtime.node import context_id
-from protoref.rpc.options import free_port
 from support.autograd_programs import PROGRAMS
-from support.programs import finish, program_env, stop
+from support.programs import finish, program_env, start, stop
 
 #: The survivors must end within this (the old behaviour: backward alone waited 300 s).
 BOUND_S = 90.0
@@ -29,18 +27,7 @@ BOUND_S = 90.0
 def test_a_worker_killed_mid_backward_fails_the_pass_and_frees_the_thread(
     tmp_path: Path,
 ) -> None:
-    env = {**program_env(tmp_path), "MASTER_PORT": str(free_port())}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(PROGRAMS / "dead_in_backward.py"), str(rank)],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(3)
-    ]
+    procs = start(PROGRAMS / "dead_in_backward.py", 3, program_env(tmp_path), stdin=subprocess.PIPE)
     try:
         out, stdin = procs[0].stdout, procs[0].stdin
         assert out is not None

@@ -199,18 +199,8 @@ NAMING_RUNS = 4
 
 
 def _kill_worker1_unlinked(tmp_path: Path) -> list[list[str]]:
-    env = {**program_env(tmp_path / "home"), "MASTER_PORT": str(free_port())}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(PROGRAMS / "dead_peer_unlinked.py"), str(rank)],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(3)
-    ]
+    env = program_env(tmp_path / "home")
+    procs = start(PROGRAMS / "dead_peer_unlinked.py", 3, env, stdin=subprocess.PIPE)
     try:
         out, stdin = procs[2].stdout, procs[2].stdin
         assert out is not None
