@@ -507,3 +507,42 @@ def test_a_slice_off_the_template_is_reported(tmp_path: Path) -> None:
         "tests/p/golden/ has no regenerate.py and traces",
         "docs/p.md is missing",
     ]
+
+
+# --- the RRef slice knows no autograd (issue 25 s1): autograd rides on its calls by hooks.py ----
+
+
+def slice_imports(folder: Path, package: str, base: str, other: str) -> list[str]:
+    """``module -> target`` for every import of the slice ``other`` by a module of ``base``
+    (protocol_imports' rules: local imports and imports by name count)."""
+    return [
+        hit
+        for hit in protocol_imports(folder, package, base)
+        if hit.split(" -> ")[1] == other or hit.split(" -> ")[1].startswith(other + ".")
+    ]
+
+
+def test_rref_imports_nothing_of_autograd() -> None:
+    assert (SCOPE["protoref"] / "rref" / "runtime" / "frames.py").is_file()
+    found = slice_imports(SCOPE["protoref"], "protoref", "protoref.rref", "protoref.autograd")
+    assert not found, f"protoref.rref imports protoref.autograd: {found}"
+
+
+def test_an_autograd_import_by_the_rref_slice_is_found(tmp_path: Path) -> None:
+    folder = tmp_path / "protoref"
+    for name, text in {
+        "__init__.py": "",
+        "rref/__init__.py": "",
+        "rref/runtime/__init__.py": "",
+        "rref/runtime/frames.py": "from protoref.autograd.runtime.frames import AutogradMeta\n",
+        "rref/runtime/handle.py": "def f() -> None:\n    import protoref.autograd.api  # lazy\n",
+        "rref/runtime/calls.py": "from protoref.rref.runtime import frames\nimport protoref.rpc\n",
+        "autograd/__init__.py": "from protoref.rref.runtime import frames\n",
+    }.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    assert slice_imports(folder, "protoref", "protoref.rref", "protoref.autograd") == [
+        "protoref.rref.runtime.frames -> protoref.autograd.runtime.frames",
+        "protoref.rref.runtime.frames -> protoref.autograd.runtime.frames.AutogradMeta",
+        "protoref.rref.runtime.handle -> protoref.autograd.api",
+    ]

@@ -127,6 +127,15 @@ def test_an_oversized_frame_is_refused_before_its_body_is_read(pair: tuple[Agent
         (b"{not json", MalformedFrameError, "not JSON"),
         (b'{"kind": "teleport", "seq": 1}', UnknownFrameError, "unknown frame kind 'teleport'"),
         (b'{"kind": "proto", "seq": 1, "stamp": 1}', MalformedFrameError, "field proto.msg"),
+        # the autograd plug-in's part of a call, opaque to the RRef frames, checked on arrival
+        # (hooks.CallHook.load) before anything of the frame is applied
+        (
+            b'{"kind": "call", "seq": 1, "stamp": 1, "call_id": 1, "body": {"fn": '
+            b'"protoref.rref.runtime.udfs:add", "args": [1, 2]}, '
+            b'"ext": {"autograd": {"stamp": -1}}}',
+            MalformedFrameError,
+            "field ext.autograd.msg",
+        ),
     ],
 )
 def test_malformed_and_unknown_frames_close_the_link(

@@ -9,7 +9,8 @@ the RRef runtime's and distributed autograd's). Each says:
 - what happens around links and peers (the handshake's Welcome state, a redialed link, a dead
   peer), and which Lamport clock the barriers order against;
 - what a call carries (a plug-in's own business: the RRef plug-in runs the calls and asks the
-  others' :class:`CallHook` for their part of each, e.g. the autograd context's);
+  others' :class:`CallHook` for their part of each, e.g. the autograd context's, which travels
+  in the call frame's :data:`Ext` slot under the hook's plug-in name, opaque to the carrier);
 - what graceful shutdown waits for (:meth:`Plugin.idle`, :meth:`Plugin.sweep` before the second
   barrier, :meth:`Plugin.destroy` after it, :meth:`Plugin.leftovers` when it cannot complete).
 
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol
+
+from pydantic import Field, JsonValue
 
 if TYPE_CHECKING:  # types only
     import asyncio
@@ -34,8 +37,10 @@ if TYPE_CHECKING:  # types only
     from protoref.rpc.transport import Transport
 
 __all__ = [
+    "EXT_MAX_KEYS",
     "BasePlugin",
     "CallHook",
+    "Ext",
     "Handler",
     "Host",
     "Plugin",
@@ -43,6 +48,13 @@ __all__ = [
     "Swept",
     "Until",
 ]
+
+#: The most plug-ins' parts one call frame's :data:`Ext` may carry.
+EXT_MAX_KEYS = 16
+#: What a call frame carries for the plug-ins riding on the call (a :class:`CallHook`'s part):
+#: plug-in name -> that plug-in's JSON value, opaque to the plug-in carrying the call and
+#: validated by its owner (:meth:`CallHook.load`) before anything of the frame is applied.
+Ext = Annotated[dict[str, JsonValue], Field(max_length=EXT_MAX_KEYS)]
 
 #: What a frame kind does on arrival: ``handler(link, frame)`` on the loop thread.
 Handler = Callable[["Link", Any], None]
@@ -211,10 +223,31 @@ class CallHook(Protocol):
     """What a call carries beyond its payload, for a plug-in that rides on another's calls
     (distributed autograd's context on the RRef plug-in's calls). ``Wrapped`` and keys are the
     hook's own values; a refused request raises the hook's exception (``refused``), whose
-    ``meta`` is the refusal's answer."""
+    ``meta`` is the refusal's answer (as a wrapped request's ``meta`` is its part). On the wire a
+    ``meta`` travels in the call frame's :data:`Ext` under the hook's plug-in name: :meth:`dump`
+    gives the value to carry (anything pydantic serializes to JSON), :meth:`load` checks and
+    rebuilds it on arrival."""
 
     @property
     def refused(self) -> type[Exception]: ...
+
+    def dump(self, meta: Any) -> object:
+        """What of ``meta`` a frame carries (pydantic serializes it to JSON)."""
+        ...
+
+    def load(self, peer: str, value: JsonValue) -> Any:
+        """``meta`` back from a frame of ``peer``; a bad value raises a FrameError (the frame
+        is rejected whole, as one failing the frame union would be)."""
+        ...
+
+    def answer_copied(self, meta: Any) -> bool:
+        """Whether the answer ``meta`` goes with is a copy even on a call to oneself (its
+        values change hands, as a serialized answer's would)."""
+        ...
+
+    def rref_backward(self, rref: Any, context_id: int, retain_graph: bool) -> None:
+        """torch's ``RRef.backward`` on ``rref`` (the hook's protocol runs the pass)."""
+        ...
 
     def wrap(self, to: str, args: object) -> Any: ...
 

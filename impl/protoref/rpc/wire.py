@@ -16,8 +16,8 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from pydantic import ValidationError
 
@@ -123,6 +123,17 @@ class Session:
     label_in: bytes
     sent: int = 0
     received: int = 0
+    # HMAC states keyed and fed the direction label once; each frame's MAC continues a copy.
+    # Not hmac.digest: OpenSSL's one-shot path releases the GIL on every call, however small
+    # the frame, so each MAC let another thread of the worker take the GIL and made this one
+    # wait for it back (up to the interpreter's switch interval); an HMAC object's update
+    # keeps the GIL below 2 KiB (docs/performance.md, "RRef runtime").
+    _mac_out: Any = field(init=False, repr=False, compare=False)
+    _mac_in: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._mac_out = hmac.new(self.key, self.label_out, hashlib.sha256)
+        self._mac_in = hmac.new(self.key, self.label_in, hashlib.sha256)
 
     @classmethod
     def for_dialer(cls, peer: str, key: bytes) -> Session:
@@ -142,14 +153,17 @@ class Session:
 
     def seal_body(self, body: bytes) -> bytes:
         """Length, MAC and ``body`` (a frame's JSON) under this session's key."""
-        mac = hmac.digest(self.key, self.label_out + body, "sha256")  # one-shot: OpenSSL's C path
-        return pack(body, mac)
+        mac = self._mac_out.copy()
+        mac.update(body)
+        return pack(body, mac.digest())
 
     def open(self, raw: bytes) -> Frame:
         """Check a received frame (MAC + body, without the length prefix): MAC first, so an
         unauthenticated byte is never parsed; then its schema; then its sequence number."""
         mac, body = raw[:MAC_BYTES], raw[MAC_BYTES:]
-        good = hmac.digest(self.key, self.label_in + body, "sha256")
+        check = self._mac_in.copy()
+        check.update(body)
+        good = check.digest()
         if not hmac.compare_digest(mac, good):
             raise AuthenticationError(self.peer, "HMAC does not verify under the session key")
         frame = parse_frame(self.peer, body)

@@ -19,16 +19,18 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from protoref import autograd as _autograd_api  # noqa: F401 - the package's API and codec
 from protoref.autograd.runtime import current as ag_current
 from protoref.autograd.runtime.frames import Autograd, AutogradFrame, AutogradMeta
 from protoref.autograd.runtime.node import AutogradNode, Refused, Wrapped
 from protoref.autograd.runtime.payload import TensorCodec
+from protoref.autograd.runtime.rref_backward import rref_backward
 from protoref.rpc import current
 from protoref.rpc import frames as fr
 from protoref.rpc.agent import Agent
+from protoref.rpc.errors import MalformedFrameError
 from protoref.rpc.hooks import BasePlugin
 from protoref.rpc.link import Link, corked
 from protoref.tracing import JsonlSink, TraceHeader, tla_set
@@ -202,3 +204,27 @@ class AutogradPlugin(BasePlugin):
     def finish(self, key: HandlerKey, value: object, raised: bool) -> AutogradMeta | None:
         """The request's UDF returned (or raised): the answer's autograd part."""
         return self.autograd.finish_request(key, value, raised)
+
+    # ------------------------------------------------------------------ the call hook: the wire
+
+    def dump(self, meta: AutogradMeta) -> object:
+        """The part a call frame's ext carries (the model: serialized with the frame)."""
+        return meta
+
+    def load(self, peer: str, value: JsonValue) -> AutogradMeta:
+        """A frame's autograd part, validated before anything of the frame is applied."""
+        try:
+            return AutogradMeta.model_validate(value)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            where = f"ext.{self.name}" + (f".{loc}" if loc else "")
+            raise MalformedFrameError(peer, f"field {where}: {first['msg']}") from err
+
+    def answer_copied(self, meta: AutogradMeta) -> bool:
+        """An answer whose tensors require grad (FWD_RESP) is a copy on a call to oneself too."""
+        return meta.msg.type == "FWD_RESP"
+
+    def rref_backward(self, rref: Any, context_id: int, retain_graph: bool) -> None:
+        """torch's RRef.backward (:mod:`~protoref.autograd.runtime.rref_backward`)."""
+        rref_backward(rref, context_id, retain_graph)

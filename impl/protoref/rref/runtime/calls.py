@@ -139,7 +139,7 @@ class Calls:
             step = node.apply(ev.Remote(dst=to), send=False)
             meta = None if wrapped is None else wrapped.meta
             for m in step.sent:
-                node.emit(m, node.clock.lamport, call=body, autograd=meta)
+                node.emit(m, node.clock.lamport, call=body, meta=meta)
             node.remote_timer(r, f, limit)
             if to == self.name:
                 box = node.boxes.setdefault(r, cf.Future())
@@ -176,8 +176,9 @@ class Calls:
             if wrapped is not None:
                 self.wraps.calls[call_id] = wrapped
             meta = None if wrapped is None else wrapped.meta
+            ext = self.wraps.ext(meta)
             self.agent.send_frame(
-                to, rf.UserCall, stamp=node.clock.lamport, call_id=call_id, body=body, autograd=meta
+                to, rf.UserCall, stamp=node.clock.lamport, call_id=call_id, body=body, ext=ext
             )
             self._expire(call_id, limit)
 
@@ -211,7 +212,7 @@ class Calls:
         def done(d: cf.Future[Any]) -> None:
             value, error = outcome(d)
             meta = self.wraps.finish(key, value, raised=error is not None)
-            if meta is not None and meta.msg.type == "FWD_RESP":
+            if self.wraps.answer_copied(meta):
                 value = self._copy_answer(value)
             self.wraps.answered(wrapped, meta, value)
             settle(future, value, error)
@@ -293,7 +294,7 @@ class Calls:
                     stamp=node.clock.lamport,
                     call_id=call_id,
                     rref=tuple(r),
-                    autograd=meta,
+                    ext=self.wraps.ext(meta),
                 )
                 self._expire(call_id, limit)
                 return
@@ -301,7 +302,7 @@ class Calls:
                 self.wraps.fetches[f] = wrapped
             step = node.apply(ev.ToHere(f=f), send=False)
             for m in step.sent:
-                node.emit(m, node.clock.lamport, autograd=meta)
+                node.emit(m, node.clock.lamport, meta=meta)
             node.fetches[f] = future
 
         self.act(run)
@@ -313,6 +314,10 @@ class Calls:
             raise RPCTimeoutError(
                 f"to_here of {f} (owner {owner[0]}) timed out after {limit} s"
             ) from err
+
+    def backward(self, rref: RRef[Any], context_id: int, retain_graph: bool) -> None:
+        """RRef.backward: the call hook's pass (distributed autograd's), see wraps.py."""
+        self.wraps.rref_backward(rref, context_id, retain_graph)
 
     def confirmed(self, f: Gid) -> bool:
         """UserRRef ``f`` left pendingUsers_ (the owner knows it)."""

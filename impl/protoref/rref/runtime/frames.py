@@ -3,7 +3,9 @@
 Protocol messages travel inside :class:`Proto` as the core's own records (the spec's ``Msg``,
 :data:`protoref.rref.core.events.Message`), so the wire reuses their discriminated union; user
 calls (:class:`UserCall`, :class:`Refetch`) and their replies (:class:`UserReply`) carry
-payloads whose RRefs are forked by the protocol (``forks``: PYTHON_CALL records). Registered
+payloads whose RRefs are forked by the protocol (``forks``: PYTHON_CALL records); ``ext`` carries
+the parts of the plug-ins riding on a call (:data:`protoref.rpc.hooks.Ext`: distributed
+autograd's context), opaque here and checked by their owner on arrival. Registered
 with the RPC layer's frame union at import (:func:`protoref.rpc.frames.register`).
 """
 
@@ -13,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field, JsonValue
 
-from protoref.autograd.runtime.frames import AutogradMeta
 from protoref.rpc.frames import Seq, register
+from protoref.rpc.hooks import Ext
 from protoref.rref.core.events import Message, PythonCall
 from protoref.tracing import FrozenModel
 
@@ -52,9 +54,9 @@ class Proto(Seq):
     ctl: int | None = None
     call: CallBody | None = None
     result: Result | None = None
-    #: Distributed autograd's part of a PYTHON_REMOTE_CALL, REMOTE_RET or a fetch and its
-    #: reply made under a context (the spec's message: context, message id, sender).
-    autograd: AutogradMeta | None = None
+    #: The riding plug-ins' part of a PYTHON_REMOTE_CALL, REMOTE_RET or a fetch and its reply
+    #: (distributed autograd's, under a context: the spec's message, context, id, sender).
+    ext: Ext | None = None
 
 
 class UserCall(Seq):
@@ -62,7 +64,7 @@ class UserCall(Seq):
     stamp: int = Field(ge=0)
     call_id: int
     body: CallBody
-    autograd: AutogradMeta | None = None  # a call made under a distributed autograd context
+    ext: Ext | None = None  # e.g. a call made under a distributed autograd context
 
 
 class Refetch(Seq):
@@ -73,7 +75,7 @@ class Refetch(Seq):
     stamp: int = Field(ge=0)
     call_id: int
     rref: tuple[str, int]
-    autograd: AutogradMeta | None = None
+    ext: Ext | None = None
 
 
 class UserReply(Seq):
@@ -81,7 +83,7 @@ class UserReply(Seq):
     stamp: int = Field(ge=0)
     call_id: int
     result: Result
-    autograd: AutogradMeta | None = None  # the answer to a wrapped call (FWD_RESP or RESP)
+    ext: Ext | None = None  # the answer to a wrapped call (autograd: FWD_RESP or RESP)
 
 
 register(Proto, UserCall, Refetch, UserReply)

@@ -56,6 +56,8 @@ class Worker(Protocol):
 
     def fetch(self, f: Gid, r: Gid, timeout: float | None) -> Any: ...
 
+    def backward(self, rref: Any, context_id: int, retain_graph: bool) -> None: ...
+
 
 def worker_calls() -> Worker:
     """The calling thread's worker's RRef runtime (its ``rref`` plug-in's calls)."""
@@ -160,11 +162,10 @@ class RRef(Generic[T]):
 
     def backward(self, dist_autograd_ctx_id: int = -1, retain_graph: bool = False) -> None:
         """torch's RRef.backward: a backward pass from the value (a scalar tensor): local on
-        the owner (-1, gradients in ``.grad``) or distributed in the given context
-        (:mod:`protoref.autograd.runtime.rref_backward`)."""
-        from protoref.autograd.runtime.rref_backward import rref_backward  # noqa: PLC0415 - on use
-
-        rref_backward(self, dist_autograd_ctx_id, retain_graph)
+        the owner (-1, gradients in ``.grad``) or distributed in the given context. The pass
+        is the call hook's (distributed autograd's plug-in, wraps.py): the RRef runtime knows
+        no autograd."""
+        self._agent.backward(self, dist_autograd_ctx_id, retain_graph)
 
     def __reduce__(self) -> Any:
         raise TypeError("an RRef is never pickled: pass it as an rpc argument or return value")

@@ -61,9 +61,9 @@ class Node(NodeCore):
         call: rf.CallBody | None,
         result: rf.Result | None,
         *,
-        autograd: Any = None,
+        meta: Any = None,
     ) -> None:
-        self.inbox.take(peer, m, stamp, call, result, autograd=autograd)
+        self.inbox.take(peer, m, stamp, call, result, meta=meta)
 
     def fetch_answered(self, fork: Gid, done: cf.Future[Any], result: rf.Result) -> Any:
         return self.inbox.fetch_answered(fork, done, result)

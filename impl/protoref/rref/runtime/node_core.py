@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from protoref.autograd.runtime.frames import AutogradMeta
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rpc.codec import Codec
@@ -233,23 +232,24 @@ class NodeCore:
         m: ev.Message,
         stamp: int,
         call: rf.CallBody | None = None,
-        autograd: AutogradMeta | None = None,
+        meta: Any = None,
     ) -> None:
         """Send a message a step produced, from the thread that stepped (the caller holds the
         lock): links take writes from any thread, so an application or UDF thread does not
         wake the loop to send (``send_frame`` hands the frame to the loop only when the link
-        must be dialed first; a retried message then records PENDING until it is written)."""
-        self.send_proto(m, stamp, call, autograd)
+        must be dialed first; a retried message then records PENDING until it is written).
+        ``meta``: the call hook's part (wraps.py), in the frame's ext."""
+        self.send_proto(m, stamp, call, meta)
 
     def send_proto(
         self,
         m: ev.Message,
         stamp: int,
         call: rf.CallBody | None = None,
-        autograd: AutogradMeta | None = None,
+        meta: Any = None,
     ) -> None:
         if m.dst == self.me:  # to self through the loop, never inline: it is a separate step
-            self.handoff(self._take_local, m, stamp, call, autograd)
+            self.handoff(self._take_local, m, stamp, call, meta)
             return
         if isinstance(m, ev.RRefFetchRet):
             self._send_value_when_ready(m, stamp)
@@ -259,7 +259,8 @@ class NodeCore:
             gen = self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, ctl=ctl)
             self.unacked[ctl] = (m, gen)
             return
-        self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, call=call, autograd=autograd)
+        ext = self.wraps.ext(meta)
+        self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, call=call, ext=ext)
 
     def _send_value_when_ready(self, m: ev.RRefFetchRet, stamp: int) -> None:
         # retrieveOwnerRRef replies once the OwnerRRef's value future has completed.
@@ -272,8 +273,8 @@ class NodeCore:
         def ready(done: cf.Future[Any]) -> None:
             result = self._result_of(done, m.dst, allow_rrefs=True)  # RRefs inside: forked
             # a fetch made under a context: its handler answers (wrapped if the value needs it)
-            autograd = self.fetch_answered(m.fork, done, result)
-            self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, result=result, autograd=autograd)
+            ext = self.wraps.ext(self.fetch_answered(m.fork, done, result))
+            self.send_frame(m.dst, rf.Proto, stamp=stamp, msg=m, result=result, ext=ext)
 
         if box.done():  # the common case: no extra trip through the loop
             ready(box)
@@ -299,10 +300,10 @@ class NodeCore:
         m: ev.Message,
         stamp: int,
         call: rf.CallBody | None,
-        autograd: AutogradMeta | None = None,
+        meta: Any = None,
     ) -> None:
         with self.lock:
-            self.take(self.me, m, stamp, call, None, autograd=autograd)
+            self.take(self.me, m, stamp, call, None, meta=meta)
 
     # ------------------------------------------------------------------ dropped handles
 
@@ -345,13 +346,11 @@ class NodeCore:
         call: rf.CallBody | None,
         result: rf.Result | None,
         *,
-        autograd: AutogradMeta | None = None,
+        meta: Any = None,
     ) -> None:
         """A protocol message taken from the inbox (node_inbox.Inbox, through Node)."""
         raise NotImplementedError
 
-    def fetch_answered(
-        self, fork: Gid, done: cf.Future[Any], result: rf.Result
-    ) -> AutogradMeta | None:
-        """The autograd part of a fetch's reply (node_inbox.Inbox, through Node)."""
+    def fetch_answered(self, fork: Gid, done: cf.Future[Any], result: rf.Result) -> Any:
+        """The call hook's part of a fetch's reply (node_inbox.Inbox, through Node)."""
         raise NotImplementedError

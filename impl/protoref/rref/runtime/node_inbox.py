@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from protoref.autograd.runtime.frames import AutogradMeta
 from protoref.errors import ProtocolError
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rpc import frames as fr
@@ -51,6 +50,8 @@ class Inbox:
             log.warning("%s: frame %s from %s refused: %s", self.node.me, frame.kind, peer, err)
 
     def _dispatch(self, peer: WorkerId, frame: fr.Frame, ack: Callable[[int], None]) -> None:
+        # The call hook's part first: a bad one rejects the frame before any of it is applied.
+        meta = self.node.wraps.load(peer, getattr(frame, "ext", None))
         if isinstance(frame, rf.Proto):
             if frame.msg.src != peer or frame.msg.dst != self.node.me:
                 raise ProtocolError(
@@ -64,15 +65,11 @@ class Inbox:
                 if frame.ctl in seen:  # a copy already applied: ack again, apply nothing
                     ack(frame.ctl)
                     return
-                self.take(
-                    peer, frame.msg, frame.stamp, frame.call, frame.result, autograd=frame.autograd
-                )
+                self.take(peer, frame.msg, frame.stamp, frame.call, frame.result, meta=meta)
                 seen.add(frame.ctl)
                 ack(frame.ctl)
                 return
-            self.take(
-                peer, frame.msg, frame.stamp, frame.call, frame.result, autograd=frame.autograd
-            )
+            self.take(peer, frame.msg, frame.stamp, frame.call, frame.result, meta=meta)
         elif isinstance(frame, fr.Ack):
             self._merge(frame.stamp)
             for ctl in frame.ctls:
@@ -80,20 +77,20 @@ class Inbox:
             self.node.on_step()
         elif isinstance(frame, rf.UserCall):
             self._merge(frame.stamp)
-            self._user_call(peer, frame)
+            self._user_call(peer, frame, meta)
         elif isinstance(frame, rf.UserReply):
             self._merge(frame.stamp)
             target = self.node.pop_call(frame.call_id)
             if frame.call_id in self.node.wraps.calls:  # wrapped: autograd sees it first
                 value = self._decoded(frame.result, frame.stamp)
-                self.node.wraps.call_done(frame.call_id, frame.autograd, value)
+                self.node.wraps.call_done(frame.call_id, meta, value)
                 self.payload.outcome(frame.result, frame.stamp, target, value)
             else:
                 self.payload.outcome(frame.result, frame.stamp, target)
             self.node.on_step()
         elif isinstance(frame, rf.Refetch):
             self._merge(frame.stamp)
-            self._refetch(peer, frame)
+            self._refetch(peer, frame, meta)
         else:
             raise ProtocolError(
                 self.node.me, "Receive", f"unexpected {frame.kind} frame from {peer}"
@@ -110,12 +107,12 @@ class Inbox:
         call: rf.CallBody | None,
         result: rf.Result | None,
         *,
-        autograd: AutogradMeta | None = None,
+        meta: Any = None,
     ) -> None:
-        """A protocol message taken from the inbox (``autograd``: its distributed autograd
-        part, for a remote call, a fetch and their replies made under a context)."""
+        """A protocol message taken from the inbox (``meta``: the call hook's part, e.g.
+        distributed autograd's for a remote call, a fetch and their replies under a context)."""
         if isinstance(m, ev.PythonRemoteCall):
-            self._remote_call(m, stamp, call, autograd)
+            self._remote_call(m, stamp, call, meta)
         elif isinstance(m, ev.RRefFetchRet):
             self.node.apply(m, stamp)
             target = self.node.fetches.pop(m.fork, None)
@@ -125,7 +122,7 @@ class Inbox:
                 )
             if m.fork in self.node.wraps.fetches:  # a wrapped fetch: autograd sees it first
                 value = self._decoded(result, stamp)
-                self.node.wraps.fetch_done(m.fork, autograd, value)
+                self.node.wraps.fetch_done(m.fork, meta, value)
                 self.payload.outcome(result, stamp, target, value)
             else:
                 self.payload.outcome(result, stamp, target)
@@ -133,27 +130,24 @@ class Inbox:
             raise ProtocolError(
                 self.node.me, "GetOrCreateRRef", "PYTHON_CALL outside a call or reply"
             )
-        elif isinstance(m, ev.RRefFetchCall) and autograd is not None:
-            self.node.wraps.serving[m.fork] = self.node.wraps.key_or_refusal(autograd, ())
+        elif isinstance(m, ev.RRefFetchCall) and meta is not None:
+            self.node.wraps.serving[m.fork] = self.node.wraps.key_or_refusal(meta, ())
             self.node.apply(m, stamp)
         else:
             self.node.apply(m, stamp)
             if isinstance(m, ev.RemoteRet) and m.rref in self.node.wraps.remotes:
-                self.node.wraps.remote_done(m.rref, autograd)
+                self.node.wraps.remote_done(m.rref, meta)
 
-    def fetch_answered(
-        self, fork: Gid, done: cf.Future[Any], result: rf.Result
-    ) -> AutogradMeta | None:
-        """The autograd part of the reply to a fetch made under a context: its handler
-        finishes with the value (wrapped when it requires grad)."""
+    def fetch_answered(self, fork: Gid, done: cf.Future[Any], result: rf.Result) -> Any:
+        """The call hook's part of the reply to a fetch made under it (autograd: its handler
+        finishes with the value, wrapped when it requires grad)."""
         key = self.node.wraps.serving.pop(fork, None)
         if key is None:
             return None
         if self.node.wraps.is_refusal(key):
-            return key.meta  # type: ignore[no-any-return]
+            return key.meta
         value = done.result() if result.ok else None
-        meta: AutogradMeta | None = self.node.wraps.finish(key, value, not result.ok)
-        return meta
+        return self.node.wraps.finish(key, value, not result.ok)
 
     def _decoded(self, result: rf.Result, stamp: int) -> Any:
         """A reply's value, decoded once (autograd attaches its recv function to its tensors
@@ -167,7 +161,7 @@ class Inbox:
         m: ev.PythonRemoteCall,
         stamp: int,
         call: rf.CallBody | None,
-        autograd: AutogradMeta | None = None,
+        meta: Any = None,
     ) -> None:
         if call is None:
             raise ProtocolError(
@@ -180,12 +174,12 @@ class Inbox:
             args, kwargs = self.payload.decode_call(call, stamp)
             fn = resolve(call.fn)
         except Exception as err:  # the UDF fails before it runs: stored in the RRef, as PyTorch
-            if autograd is not None:
-                self.node.wraps.creating[r] = self.node.wraps.key_or_refusal(autograd, None)
+            if meta is not None:
+                self.node.wraps.creating[r] = self.node.wraps.key_or_refusal(meta, None)
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            key = self.node.wraps.key_or_refusal(autograd, (args, kwargs))
+            key = self.node.wraps.key_or_refusal(meta, (args, kwargs))
             if key is not None:
                 self.node.wraps.creating[r] = key
             if self.node.wraps.is_refusal(key):
@@ -217,8 +211,8 @@ class Inbox:
             step = self.node.apply(m, stamp, send=meta is None)
             if meta is not None:
                 for sent in step.sent:
-                    autograd = meta if isinstance(sent, ev.RemoteRet) else None
-                    self.node.emit(sent, self.node.clock.lamport, autograd=autograd)
+                    part = meta if isinstance(sent, ev.RemoteRet) else None
+                    self.node.emit(sent, self.node.clock.lamport, meta=part)
         finally:
             # The value is stored once assignOwnerRRef ran (under the lock, nobody sees the
             # difference), so a fetch waiting for it replies after REMOTE_RET, as before.
@@ -233,18 +227,18 @@ class Inbox:
                         else remote_error(remote_type_name(exc), str(exc))
                     )
 
-    def _user_call(self, peer: WorkerId, frame: rf.UserCall) -> None:
+    def _user_call(self, peer: WorkerId, frame: rf.UserCall, meta: Any) -> None:
         body = frame.body
         key: Any = None
         try:
             args, kwargs = self.payload.decode_call(body, frame.stamp)
             fn = resolve(body.fn)
         except Exception as err:
-            key = self.node.wraps.key_or_refusal(frame.autograd, None)
+            key = self.node.wraps.key_or_refusal(meta, None)
             udf: cf.Future[Any] = cf.Future()
             udf.set_exception(err)
         else:
-            key = self.node.wraps.key_or_refusal(frame.autograd, (args, kwargs))
+            key = self.node.wraps.key_or_refusal(meta, (args, kwargs))
             if self.node.wraps.is_refusal(key):
                 udf = cf.Future()
                 udf.set_exception(RemoteError("RuntimeError", str(key)))
@@ -255,43 +249,40 @@ class Inbox:
 
         def reply(done: cf.Future[Any]) -> None:
             result = self.payload._result_of(done, peer, allow_rrefs=True)
-            autograd = self._ag_answer(key, done, result)
             self.node.send_frame(
                 peer,
                 rf.UserReply,
                 stamp=self.node.clock.lamport,
                 call_id=frame.call_id,
                 result=result,
-                autograd=autograd,
+                ext=self.node.wraps.ext(self._answer_part(key, done, result)),
             )
 
         self.node.when_done(udf, reply)
 
-    def _ag_answer(self, key: Any, done: cf.Future[Any], result: rf.Result) -> AutogradMeta | None:
-        """The autograd part of a wrapped request's reply (None for an unwrapped one)."""
+    def _answer_part(self, key: Any, done: cf.Future[Any], result: rf.Result) -> Any:
+        """The call hook's part of a wrapped request's reply (None for an unwrapped one)."""
         if key is None:
             return None
         if self.node.wraps.is_refusal(key):
-            return key.meta  # type: ignore[no-any-return]
+            return key.meta
         value = done.result() if result.ok else None
-        meta: AutogradMeta | None = self.node.wraps.finish(key, value, not result.ok)
-        return meta
+        return self.node.wraps.finish(key, value, not result.ok)
 
-    def _refetch(self, peer: WorkerId, frame: rf.Refetch) -> None:
+    def _refetch(self, peer: WorkerId, frame: rf.Refetch, meta: Any) -> None:
         r = Gid(*frame.rref)
         box = self.node.boxes.get(r)
-        key = self.node.wraps.key_or_refusal(frame.autograd, ())
+        key = self.node.wraps.key_or_refusal(meta, ())
 
         def reply(done: cf.Future[Any]) -> None:
             result = self.payload._result_of(done, peer, allow_rrefs=True)  # RRefs inside: forked
-            autograd = self._ag_answer(key, done, result)
             self.node.send_frame(
                 peer,
                 rf.UserReply,
                 stamp=self.node.clock.lamport,
                 call_id=frame.call_id,
                 result=result,
-                autograd=autograd,
+                ext=self.node.wraps.ext(self._answer_part(key, done, result)),
             )
 
         if box is None:

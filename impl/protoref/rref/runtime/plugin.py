@@ -117,8 +117,9 @@ class RRefPlugin(BasePlugin):
 
     def attached(self, plugins: Sequence[Plugin]) -> None:
         """Every plug-in is made: the first one with a call hook rides on these calls."""
-        hook = next((p.call_hook for p in plugins if p.call_hook is not None), None)
-        self.node.wraps.use(hook)
+        rider = next((p for p in plugins if p.call_hook is not None), None)
+        if rider is not None:
+            self.node.wraps.use(rider.call_hook, rider.name)
 
     def _send(self, peer: str, cls: type[fr.Frame], **fields: Any) -> int:
         ctl = fields.get("ctl")

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from protoref.ids import GloballyUniqueId
-from protoref.rpc.hooks import CallHook
+from protoref.rpc.errors import RPCError
+from protoref.rpc.hooks import CallHook, Ext
 
 __all__ = ["Wraps"]
 
@@ -27,8 +28,8 @@ class _NeverRefusedError(Exception):
 class Wraps:
     """The wrapped requests of one worker's RRef plug-in, through ``hook`` (None: no hook)."""
 
-    def __init__(self, hook: CallHook | None) -> None:
-        self.use(hook)
+    def __init__(self, hook: CallHook | None, name: str = "") -> None:
+        self.use(hook, name)
         #: caller side: call id / RRef id / fork id -> the wrapped request waiting there
         self.calls: dict[int, Any] = {}
         self.remotes: dict[Gid, Any] = {}
@@ -37,11 +38,37 @@ class Wraps:
         self.creating: dict[Gid, Any] = {}
         self.serving: dict[Gid, Any] = {}
 
-    def use(self, hook: CallHook | None) -> None:
-        """Ride on ``hook`` from now on (set once, before the worker's first call)."""
+    def use(self, hook: CallHook | None, name: str = "") -> None:
+        """Ride on ``hook`` (plug-in ``name``, its key in a frame's ext) from now on (set once,
+        before the worker's first call)."""
         self.hook = hook
+        self.name = name
         #: The hook's refusal (a released context): a request it refuses raises this.
         self.refused: type[Exception] = _NeverRefusedError if hook is None else hook.refused
+
+    # ------------------------------------------------------------------ on the wire
+
+    def ext(self, meta: Any) -> dict[str, object] | None:
+        """A frame's ext for the hook's part ``meta`` (None: nothing rides on it)."""
+        if meta is None or self.hook is None:
+            return None
+        return {self.name: self.hook.dump(meta)}
+
+    def load(self, peer: str, ext: Ext | None) -> Any:
+        """The hook's part of an arriving frame (None: none), checked before anything of the
+        frame is applied (a bad one raises the hook's FrameError); parts of plug-ins this
+        worker does not run are ignored, as a worker without the hook ignores the hook's."""
+        if ext is None or self.hook is None or self.name not in ext:
+            return None
+        return self.hook.load(peer, ext[self.name])
+
+    def answer_copied(self, meta: Any) -> bool:
+        return meta is not None and self.hook is not None and self.hook.answer_copied(meta)
+
+    def rref_backward(self, rref: Any, context_id: int, retain_graph: bool) -> None:
+        if self.hook is None:
+            raise RPCError("RRef.backward needs distributed autograd; this worker runs none")
+        self.hook.rref_backward(rref, context_id, retain_graph)
 
     # ------------------------------------------------------------------ caller side
 
