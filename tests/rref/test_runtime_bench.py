@@ -18,8 +18,13 @@ def test_a_short_run_of_ours_is_leak_free_and_renders() -> None:
     block = table([ours, missing])
     assert block.startswith(START)
     assert block.endswith(END)
-    assert "| torch | - | - | skipped: torch is not installed |" in block
+    assert "| torch | - | - | skipped: torch is not installed | - | - | - |" in block
     assert "goal" not in block  # no ratio without torch's figure
+    # the load-independent figures: the owner's CPU and both sides' context switches (Linux)
+    assert ours.owner_cpu is not None
+    assert ours.switches is not None
+    assert ours.owner_switches is not None
+    assert ours.owner_switches > 0  # the owner's loop blocks and is woken for every call
 
 
 def test_the_marked_block_is_replaced_and_the_rest_kept(tmp_path: Path) -> None:
@@ -44,7 +49,9 @@ def test_the_ratio_is_the_median_over_alternating_pairs() -> None:
         BenchResult("torch", 100, 1 / 3),  # 3x
     ]
     block = table(pairs)
-    assert "2.00x, 4.00x, 3.00x; median **3.00x** (outside the 2x goal)" in block
+    assert "2.00x, 4.00x, 3.00x; median **3.00x** over 3 alternated pairs (misses" in block
+    met = table([BenchResult("ours", 100, 1.0), BenchResult("torch", 100, 1.25)])
+    assert "0.80x; median **0.80x** over 1 alternated pairs (meets" in met
 
 
 def test_a_failed_run_is_not_written_into_the_docs(
