@@ -29,6 +29,7 @@ from protoref.torch.rpc_programs import (
     _outcome,
     _torch,
     autograd_info,
+    times3,
     times3_after,
 )
 
@@ -135,7 +136,81 @@ def fire_and_forget(knobs: dict[str, float]) -> Facts:
     return facts
 
 
+_RETRY_FUNCTIONS: dict[str, Any] = {}
+#: how many times this worker's raising backward has run (it raises the first time only)
+_RAISED: list[int] = []
+
+
+def _retry_functions() -> dict[str, Any]:
+    """The raise-once backward (worker 1) and the slow identity (root), made once."""
+    if not _RETRY_FUNCTIONS:
+        torch, _, _ = _torch()
+
+        class BoomOnce(torch.autograd.Function):  # type: ignore[misc,name-defined]
+            @staticmethod
+            def forward(ctx: Any, x: Any, seconds: float) -> Any:
+                ctx.seconds = seconds
+                return x * 2
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                _RAISED.append(1)
+                time.sleep(ctx.seconds)
+                if len(_RAISED) == 1:
+                    raise ValueError("a backward function raised (first pass only)")
+                return grad * 2, None
+
+        class SlowIdentity(torch.autograd.Function):  # type: ignore[misc,name-defined]
+            @staticmethod
+            def forward(ctx: Any, x: Any, seconds: float) -> Any:
+                ctx.seconds = seconds
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                time.sleep(ctx.seconds)
+                return grad, None
+
+        _RETRY_FUNCTIONS.update(boom_once=BoomOnce, slow=SlowIdentity)
+    return _RETRY_FUNCTIONS
+
+
+def boom_once(t: Any, seconds: float) -> Any:
+    """Worker 1's UDF: times 2, whose backward sleeps ``seconds`` and raises the first time."""
+    return _retry_functions()["boom_once"].apply(t, seconds)
+
+
+def retry_after_error(knobs: dict[str, float]) -> Facts:
+    """Two calls to w1 in one context: ``times3`` (its argument behind a slow identity on the
+    root, so the root handles that call's gradient late) and ``boom_once``. FAST-mode backward
+    raises (w1's first pass), is retried at once on the same graph (retain_graph): p's gradient
+    when the retry returns, and again ``settle`` seconds later."""
+    torch, rpc, dist_autograd = _torch()
+    p = torch.ones(2, requires_grad=True)
+    facts: Facts = {}
+    with dist_autograd.context() as ctx_id:
+        q = _retry_functions()["slow"].apply(p, knobs["root_seconds"])
+        y1 = rpc.rpc_sync("w1", times3, (q,))
+        y2 = rpc.rpc_sync("w1", boom_once, (p, knobs["boom_seconds"]))
+        loss = (y1 + y2).sum()  # d loss / d p = 3 + 2 per pass
+        facts["first"] = _outcome(lambda: dist_autograd.backward(ctx_id, [loss], True))
+        facts["after_first"] = _grad_of(dist_autograd.get_gradients(ctx_id), p)
+        facts["retry"] = _outcome(lambda: dist_autograd.backward(ctx_id, [loss], True))
+        facts["at_return"] = _grad_of(dist_autograd.get_gradients(ctx_id), p)
+        facts["root_at_return"] = autograd_info()
+        time.sleep(knobs["settle"])
+        facts["later"] = _grad_of(dist_autograd.get_gradients(ctx_id), p)
+    return facts
+
+
+def _grad_of(grads: Any, p: Any) -> list[float] | None:
+    """p's gradient in the context (None before any was accumulated)."""
+    grad = grads.get(p)
+    return None if grad is None else [float(v) for v in grad.tolist()]
+
+
 PROGRAMS: Final[dict[str, Callable[[dict[str, float]], Facts]]] = {
+    "retry_after_error": retry_after_error,
     "cleanup_first": cleanup_first,
     "timeout_mid_request": timeout_mid_request,
     "fire_and_forget": fire_and_forget,

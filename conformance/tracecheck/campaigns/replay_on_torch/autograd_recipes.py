@@ -8,9 +8,7 @@ from typing import Any, Final
 from tracecheck.campaigns.replay_on_torch.cleanup_race_recipes import CLEANUP_RACE_RECIPES
 from tracecheck.campaigns.replay_on_torch.recipe_types import (
     ABLATION,
-    NO_PROGRAM,
     Facts,
-    NotReplayed,
     NotReproducible,
     Recipe,
     RpcReplay,
@@ -163,7 +161,14 @@ AUTOGRAD_RECIPES: Final[dict[str, Recipe]] = {
     "MCDistAutograd_pytorchBackwardErrorHang": RpcReplay(
         "backward_error", _backward_error_plan, _pass_outlives_context, world=3
     ),
-    "MCDistAutograd_pytorchRetryAfterError": NotReplayed(NO_PROGRAM),
+    "MCDistAutograd_pytorchRetryAfterError": NotReproducible(
+        "needs the failed pass's BACKWARD_AUTOGRAD_REQ (worker 1's gradient, sent before its "
+        "error) to reach the root after the retry began: the agent cannot delay that type "
+        "(messageStringToType lacks it) and the program's timing gave no such run on torch "
+        "2.13 (program retry_after_error: two calls to w1, one backward raising once after "
+        "0.3 s or 1.5 s, a 0 s or 1.5 s slow identity on the root): the failed pass left no "
+        "gradient for p, and the retry counted its own once (5.0 at its return and 3-4 s later)"
+    ),
     "MCDistAutograd_notesDrainFix": NotReproducible(
         "a fix proposed in the research note, not torch's code: no torch release runs it"
     ),

@@ -16,7 +16,6 @@ from tracecheck.campaigns.replay_on_torch.steps import Step
 
 __all__ = [
     "ABLATION",
-    "NO_PROGRAM",
     "Facts",
     "NotReplayed",
     "NotReproducible",
@@ -52,6 +51,8 @@ class RendezvousReplay:
 
     scenario: str
     shape: Callable[[Sequence[Step]], str | None]
+    #: what the schedule's own check established when it passes (before the returns)
+    shown: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,5 +91,3 @@ ABLATION: Final = (
     "an ablation of a check torch ships (the model removes it to show its teeth); "
     "unchanged torch keeps the check, so it has no run to follow"
 )
-
-NO_PROGRAM: Final = "no torch program follows this counterexample yet"
