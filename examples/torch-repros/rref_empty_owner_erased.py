@@ -76,7 +76,7 @@ def worker(rank, port):
     rpc.rpc_sync("w2", drop)
     time.sleep(0.3)
     erased = rpc.rpc_sync("w1", info)
-    print("w1 after w2's delete:       ", erased, "(the creator's call still in flight)", flush=True)
+    print("w1 after w2's delete:       ", erased, "(the creating call in flight)", flush=True)
     udf = owner_udf.wait()
     print("torch", __import__("torch").__version__, flush=True)
     print("w0 to_here:", rref.to_here(), flush=True)

@@ -17,11 +17,17 @@ in one of the owner's RPC threads: torch unpickles a Python call's arguments bef
 - :func:`retries_exhausted` (``MCRRef_pytorch_retriesExhausted``): every attempt of the child's
   RREF_FORK_REQUEST fails; the parent's ``pendingChildren_`` keeps its UserRRef, so the
   parent's own drop sends no RREF_USER_DELETE and the owner keeps the OwnerRRef.
+- :func:`leak_then_shutdown` (``MCRRef_pytorch_lateRemoteLeak_shutdown``): the leak of
+  ``late_remote_leak``, then ``rpc.shutdown()`` on both workers, each waited for ``grace``
+  seconds: torch's join barrier (``syncCallCount`` over the store) fails on every worker at
+  the store's timeout while the owner's sweep still waits for the leaked OwnerRRef.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -31,6 +37,7 @@ from protoref.torch.rpc_programs import (
     _outcome,
     _torch,
     _waited,
+    create_and_drop,
     identity,
     rref_info,
 )
@@ -119,7 +126,53 @@ def retries_exhausted(knobs: dict[str, float]) -> Facts:
     return facts
 
 
+#: the line a worker's shutdown outcome is reported with on stderr (the runner keeps lines
+#: that say "error"): after a failed shutdown the agent is gone and cannot be asked over RPC
+SHUTDOWN_REPORT: Final = "shutdown error report"
+
+
+def _timed_shutdown() -> str:
+    _, rpc, _ = _torch()
+    began = time.monotonic()
+    try:
+        rpc.shutdown()
+    except Exception as err:  # torch raises DistStoreError (a RuntimeError) or others
+        seen = f"raised {type(err).__name__}: {str(err).splitlines()[0][:160]}"
+    else:
+        seen = "returned"
+    return f"{seen} after {time.monotonic() - began:.0f} s"
+
+
+def shutdown_and_report() -> None:
+    """Start ``rpc.shutdown()`` here in a thread; its outcome goes to stderr."""
+    _, rpc, _ = _torch()
+    me = rpc.get_worker_info().name
+
+    def run() -> None:
+        print(f"{SHUTDOWN_REPORT} {me}: {_timed_shutdown()}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
+def leak_then_shutdown(knobs: dict[str, float]) -> Facts:
+    """w0 owns, w1 creates with a timeout and drops (the leak), then both shut down."""
+    _, rpc, _ = _torch()
+    facts: Facts = {"creator_side": rpc.rpc_sync("w1", create_and_drop, ("w0", knobs))}
+    time.sleep(knobs["unpickle_seconds"] + 1.0)  # the late PYTHON_REMOTE_CALL has run
+    facts["owner"] = rref_info()
+    facts["creator"] = rpc.rpc_sync("w1", rref_info)
+    rpc.rpc_sync("w1", shutdown_and_report)
+    facts["owner_shutdown"] = _waited(lambda: _noted(facts, _timed_shutdown()), knobs["grace"])
+    time.sleep(1.0)  # w1's report is on its stderr
+    return facts
+
+
+def _noted(facts: Facts, outcome: str) -> None:
+    facts["owner_shutdown_outcome"] = outcome
+
+
 PROGRAMS: Final[dict[str, Callable[[dict[str, float]], Facts]]] = {
+    "leak_then_shutdown": leak_then_shutdown,
     "unforked_owner": unforked_owner,
     "self_share": self_share,
     "retries_exhausted": retries_exhausted,

@@ -29,7 +29,8 @@ def _late_remote_plan(shutdown: bool) -> Planner:
         # unpickling the call's argument for longer than the creator's timeout and drop.
         knobs = {"remote_timeout": 0.5, "unpickle_seconds": 2.5}
         if shutdown:
-            knobs |= {"shutdown": 1.0, "grace": 10.0}
+            # both workers shut down; the creator's fails at the store's 30 s timeout
+            knobs |= {"grace": 33.0}
         return {"knobs": knobs}
 
     return plan
@@ -50,9 +51,17 @@ def _leak_symptom(facts: Facts) -> str | None:
 
 def _leak_shutdown_symptom(facts: Facts) -> str | None:
     leak = _leak_symptom(facts)
-    if leak is None or not waiting(fact(facts, "owner_shutdown")):
+    owner = fact(facts, "owner_shutdown")
+    logged = fact(facts, "errors_logged", "w1") or []
+    # the creator's shutdown outcome comes on its stderr (protoref.torch.rref_replay_programs)
+    creator = next((ln for ln in logged if "shutdown error report w1: raised" in ln), None)
+    if leak is None or not waiting(owner) or creator is None or "timeout" not in creator:
         return None
-    return f"{leak}; the owner's rpc.shutdown() is {fact(facts, 'owner_shutdown')}"
+    said = creator.split(": ", 1)[1]
+    return (
+        f"{leak}; the creator's rpc.shutdown() {said} (the join barrier's store wait), while "
+        f"the owner's is {owner} (its sweep waits for the leaked OwnerRRef)"
+    )
 
 
 def _fetch_plan(reshare: bool) -> Planner:
@@ -183,7 +192,7 @@ RREF_RECIPES: Final[dict[str, Recipe]] = {
         "late_remote_leak", _late_remote_plan(shutdown=False), _leak_symptom
     ),
     "MCRRef_pytorch_lateRemoteLeak_shutdown": RpcReplay(
-        "late_remote_leak", _late_remote_plan(shutdown=True), _leak_shutdown_symptom
+        "leak_then_shutdown", _late_remote_plan(shutdown=True), _leak_shutdown_symptom
     ),
     "MCRRef_pytorch40141": RpcReplay("fetch_after_delete", _fetch_plan(False), _fetch_symptom),
     "MCRRef_pytorch40141_parked": RpcReplay(
