@@ -190,8 +190,12 @@ def retry_after_error(knobs: dict[str, float]) -> Facts:
     facts: Facts = {}
     with dist_autograd.context() as ctx_id:
         q = _retry_functions()["slow"].apply(p, knobs["root_seconds"])
-        y1 = rpc.rpc_sync("w1", times3, (q,))
-        y2 = rpc.rpc_sync("w1", boom_once, (p, knobs["boom_seconds"]))
+        if knobs.get("boom_first"):  # the later call's gradient request is sent first
+            y2 = rpc.rpc_sync("w1", boom_once, (p, knobs["boom_seconds"]))
+            y1 = rpc.rpc_sync("w1", times3, (q,))
+        else:
+            y1 = rpc.rpc_sync("w1", times3, (q,))
+            y2 = rpc.rpc_sync("w1", boom_once, (p, knobs["boom_seconds"]))
         loss = (y1 + y2).sum()  # d loss / d p = 3 + 2 per pass
         facts["first"] = _outcome(lambda: dist_autograd.backward(ctx_id, [loss], True))
         facts["after_first"] = _grad_of(dist_autograd.get_gradients(ctx_id), p)

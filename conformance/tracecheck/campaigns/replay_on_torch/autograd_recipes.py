@@ -165,9 +165,10 @@ AUTOGRAD_RECIPES: Final[dict[str, Recipe]] = {
         "needs the failed pass's BACKWARD_AUTOGRAD_REQ (worker 1's gradient, sent before its "
         "error) to reach the root after the retry began: the agent cannot delay that type "
         "(messageStringToType lacks it) and the program's timing gave no such run on torch "
-        "2.13 (program retry_after_error: two calls to w1, one backward raising once after "
-        "0.3 s or 1.5 s, a 0 s or 1.5 s slow identity on the root): the failed pass left no "
-        "gradient for p, and the retry counted its own once (5.0 at its return and 3-4 s later)"
+        "2.13 (program retry_after_error, four timings: two calls to w1, either one's gradient "
+        "request first, one backward raising once after 0.3 to 1.5 s, a 0 to 2 s slow identity "
+        "on the root): the failed pass left no gradient for p, and the retry counted its own "
+        "once (5.0 at its return and 3-4 s later)"
     ),
     "MCDistAutograd_notesDrainFix": NotReproducible(
         "a fix proposed in the research note, not torch's code: no torch release runs it"
