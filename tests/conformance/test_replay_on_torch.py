@@ -115,7 +115,12 @@ def test_symptom_checks_have_teeth(
 
 def test_rendezvous_recipes_name_a_forced_schedule() -> None:
     schedules = {r.scenario for r in RECIPES.values() if isinstance(r, RendezvousReplay)}
-    assert schedules == {"defect_rank_world", "defect_pytorch_111646"}
+    assert schedules == {
+        "defect_rank_world",
+        "defect_pytorch_111646",
+        "waitlist_full",
+        "bootstrap_d7",
+    }
 
 
 def test_a_fault_plan_refuses_what_the_agent_cannot_inject() -> None:

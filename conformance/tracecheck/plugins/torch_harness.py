@@ -13,12 +13,14 @@ from protoref.torch.compat import TorchUnavailableError, require_torch, torch_ve
 from protoref.torch.defects import DEFECT_SCENARIOS, PYTORCH_111646, RANK_WORLD
 from protoref.torch.driver import run_scenario
 from protoref.torch.processes import PROCESS_SCENARIOS, run_processes
+from protoref.torch.replay_schedules import REPLAY_SCENARIOS
 from protoref.torch.scenarios import SCENARIOS
 
 __all__ = [
     "DEFECT_SCENARIOS",
     "PYTORCH_111646",
     "RANK_WORLD",
+    "REPLAY_SCENARIOS",
     "TorchUnavailableError",
     "require_torch",
     "run",

@@ -16,8 +16,10 @@ import sys
 import time
 from typing import Any
 
+from protoref.torch.autograd_replay_programs import PROGRAMS as AUTOGRAD_REPLAYS
 from protoref.torch.rpc_programs import PROGRAMS
 from protoref.torch.rpc_repro import FaultPlan
+from protoref.torch.rref_replay_programs import PROGRAMS as RREF_REPLAYS
 
 SERVE_SECONDS = 600.0  # a serving rank outlives any program; the parent kills it
 
@@ -47,7 +49,7 @@ def main() -> int:
     if rank != 0:
         time.sleep(SERVE_SECONDS)
         os._exit(0)
-    facts = PROGRAMS[cfg["program"]](dict(plan.knobs))
+    facts = (PROGRAMS | RREF_REPLAYS | AUTOGRAD_REPLAYS)[cfg["program"]](dict(plan.knobs))
     print("OBSERVED " + json.dumps(facts), flush=True)
     sys.stderr.flush()
     os._exit(0)

@@ -31,7 +31,16 @@ from tracecheck.campaigns.replay_on_torch.steps import steps_of
 from tracecheck.errors import TracecheckError
 from tracecheck.runner.manifest import load_manifest, run_model
 
-__all__ = ["TABLE", "ReplayResult", "pytorch_models", "record", "replay_model", "torch_column"]
+__all__ = [
+    "TABLE",
+    "ReplayResult",
+    "pytorch_models",
+    "record",
+    "replay_model",
+    "run_rendezvous",
+    "run_rpc",
+    "torch_column",
+]
 
 #: The replay table beside the manifests (spec root relative).
 TABLE: Final = "torch_replay.json"
@@ -97,11 +106,17 @@ def replay_model(name: str, spec_root: Path) -> ReplayResult:
 
 
 def _rpc(name: str, recipe: RpcReplay, steps: Any) -> ReplayResult:
-    from tracecheck.plugins.torch_rpc import FaultPlan, run_program  # noqa: PLC0415 - torch side
-
     planned = recipe.plan(steps)
     if isinstance(planned, str):
         return ReplayResult(model=name, verdict="not reproduced", detail=planned)
+    return run_rpc(name, recipe, planned)
+
+
+def run_rpc(name: str, recipe: RpcReplay, planned: dict[str, Any]) -> ReplayResult:
+    """Run ``recipe``'s program with the plan ``planned`` (from a counterexample or the
+    table) and judge what torch showed."""
+    from tracecheck.plugins.torch_rpc import FaultPlan, run_program  # noqa: PLC0415 - torch side
+
     plan = FaultPlan.model_validate(planned)
     seen = run_program(recipe.program, plan, world=recipe.world)
     common: dict[str, Any] = {
@@ -122,16 +137,22 @@ def _rpc(name: str, recipe: RpcReplay, steps: Any) -> ReplayResult:
 
 
 def _rendezvous(name: str, recipe: RendezvousReplay, steps: Any) -> ReplayResult:
+    misfit = recipe.shape(steps)
+    if misfit is not None:
+        return ReplayResult(model=name, verdict="not reproduced", detail=misfit)
+    return run_rendezvous(name, recipe)
+
+
+def run_rendezvous(name: str, recipe: RendezvousReplay) -> ReplayResult:
+    """Run ``recipe``'s forced schedule once (seed 1); its own check decides."""
     from tracecheck.plugins.torch_harness import (  # noqa: PLC0415 - the torch side
         DEFECT_SCENARIOS,
+        REPLAY_SCENARIOS,
         run_scenario,
         torch_version,
     )
 
-    misfit = recipe.shape(steps)
-    if misfit is not None:
-        return ReplayResult(model=name, verdict="not reproduced", detail=misfit)
-    scenario = DEFECT_SCENARIOS[recipe.scenario]
+    scenario = {**DEFECT_SCENARIOS, **REPLAY_SCENARIOS}[recipe.scenario]
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
         run = run_scenario(scenario, 1, Path(tmp))
@@ -141,14 +162,23 @@ def _rendezvous(name: str, recipe: RendezvousReplay, steps: Any) -> ReplayResult
         "model": name,
         "torch": torch_version(),
         "program": recipe.scenario,
-        "facts": {"outcomes": outcomes, "problems": list(run.problems)},
+        "facts": {
+            "outcomes": outcomes,
+            "waiting": {k: list(v) for k, v in run.waiting.items()},
+            "problems": list(run.problems),
+        },
         "seconds": round(seconds, 1),
     }
     if run.problems:
         return ReplayResult(verdict="not reproduced", detail="; ".join(run.problems), **common)
     shown = ", ".join(f"{node}: {' '.join(o)}" for node, o in sorted(run.outcomes.items()))
+    waited = {node: n for node, n in sorted(run.waiting.items()) if n}
+    asked = f"; num_nodes_waiting() answers: {waited}" if recipe.shown and waited else ""
+    lead = f"{recipe.shown}; " if recipe.shown else ""
     return ReplayResult(
-        verdict="reproduced", detail=f"the forced schedule's returns: {shown}", **common
+        verdict="reproduced",
+        detail=f"{lead}the forced schedule's returns: {shown}{asked}",
+        **common,
     )
 
 
