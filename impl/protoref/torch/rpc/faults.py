@@ -38,6 +38,9 @@ ACCEPTED_TYPES: Final = (
 
 _FAILABLE: Final = {
     "rref": ("RREF_FORK_REQUEST", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"),
+    # the cleanup cascade's only message type the agent knows (retried by sendWithRetries);
+    # FORWARD/BACKWARD_AUTOGRAD_REQ have no name in messageStringToType
+    "autograd": ("CLEANUP_AUTOGRAD_CONTEXT_REQ",),
 }
 _DELAYABLE: Final = {
     "rref": (
@@ -47,6 +50,7 @@ _DELAYABLE: Final = {
         "PYTHON_REMOTE_CALL",
         "PYTHON_RREF_FETCH_CALL",
     ),
+    "autograd": ("CLEANUP_AUTOGRAD_CONTEXT_REQ",),
 }
 
 
