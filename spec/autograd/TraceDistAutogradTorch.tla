@@ -149,6 +149,15 @@ ObsLateGradients(e) ==
     /\ RetrieveContext(Rk(e), Ctx(e))
     /\ <<Ctx(e), e.outcome>> \in late'
 
+\* backward after the block begins with retrieveContext too: it raises ("error") unless the
+\* id is held; one that ran ("ok") needs the context found (the pass itself is not followed,
+\* as in RetrieveContext).
+ObsLateBackward(e) ==
+    /\ e.op = "LateBackward"
+    /\ e.outcome \in {"ok", "error"}
+    /\ RetrieveContext(Rk(e), Ctx(e))
+    /\ <<Ctx(e), IF e.outcome = "ok" THEN "found" ELSE "error">> \in late'
+
 \* dist_autograd._get_debug_info() on e.node: num_autograd_contexts = the container's
 \* contexts; num_current_backward_passes = initializedContextIds_ (graph tasks running,
 \* kept by PyTorch even after their context is erased).
@@ -183,6 +192,7 @@ Observed(e) ==
     \/ ObsBackwardDone(e)
     \/ ObsGradients(e)
     \/ ObsLateGradients(e)
+    \/ ObsLateBackward(e)
     \/ ObsCounters(e)
     \/ ObsQuiet(e)
     \/ ObsShutdown(e)
@@ -196,7 +206,7 @@ TVActOf(e) ==
       [] e.op = "CallDone" -> IF e.outcome = "timeout" THEN "PollTimeoutRpcs" ELSE "probe"
       [] e.op = "ContextExit" -> "ReleaseContext"
       [] e.op = "Backward" -> "DistEngineExecute"
-      [] e.op = "LateGradients" -> "RetrieveContext"
+      [] e.op \in {"LateGradients", "LateBackward"} -> "RetrieveContext"
       [] OTHER -> "probe"
 
 ObservedStep ==

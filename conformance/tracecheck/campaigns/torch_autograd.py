@@ -10,9 +10,10 @@ observed events). A run's verdict:
 
 - ``accepted``: some behaviour of the spec explains every observed event, and no quiet point
   shows a known torch defect;
-- ``known-defect``: accepted, and a quiet point (every block over, the counters still) shows
-  one of the two autograd defects the PyTorch variant models: a context left on a worker
-  (``num_autograd_contexts`` > 0: the late answer re-created a released context, #38513,
+- ``known-defect``: accepted, and the trace shows one of the two autograd defects the PyTorch
+  variant models: a released context re-created by a late answer (#38513: a late
+  ``get_gradients`` / ``backward`` that found its context, MCDistAutograd_pytorch38513
+  _lateCall, or a quiet point with ``num_autograd_contexts`` > 0,
   MCDistAutograd_pytorch38513) or a graph task that never ends
   (``num_current_backward_passes`` > 0 after a failed pass, MCDistAutograd_pytorchBackward
   ErrorHang);
@@ -108,7 +109,11 @@ def known_defects(trace: BlackBoxTrace) -> list[str]:
     """The known torch defects an accepted trace's quiet points show (see the module's doc)."""
     found = []
     counters = [e for e in trace.events if e.op == "Counters"]
-    if any(e.fields["contexts"] > 0 for e in counters):
+    late = [e for e in trace.events if e.op in {"LateGradients", "LateBackward"}]
+    # a late call that found its context: the late answer re-created it (the spec allows
+    # nothing else: MCDistAutograd_pytorch38513_lateCall)
+    found_late = any(e.fields["outcome"] in {"found", "ok"} for e in late)
+    if found_late or any(e.fields["contexts"] > 0 for e in counters):
         found.append(RESURRECTION)
     if any(e.fields["passes"] > 0 for e in counters):
         found.append(BACKWARD_HANG)

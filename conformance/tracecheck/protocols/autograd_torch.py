@@ -48,6 +48,7 @@ AUTOGRAD_OPS: Final[OpTable] = {
     "BackwardDone": {"cw": int, "cn": int, "outcome": str},
     "Gradients": {"cw": int, "cn": int, "grad": int},
     "LateGradients": {"cw": int, "cn": int, "outcome": str},
+    "LateBackward": {"cw": int, "cn": int, "outcome": str},
     "Quiet": {},
     "Counters": {"contexts": int, "passes": int},
     "ShutdownCalled": {},

@@ -55,10 +55,10 @@ def self_call(c: Conductor, n: str) -> tuple[str, Plan]:
 def release_in_flight(c: Conductor, n: str) -> tuple[str, Plan]:
     """The block exits while its call runs (0.5 s): the cleanup erases B's context under the
     running UDF, or the late answer re-creates A's released context (#38513); then a late
-    get_gradients (#40880)."""
+    get_gradients or backward (#40880)."""
     a, b = c.roles(2)
     call = _leaf(b, n + "ab", delay=0.5, in_flight=True)
-    return a, {"calls": [call], "late": True}
+    return a, {"calls": [call], "late": c.rng.choice(("gradients", "backward"))}
 
 
 def cleanup_cascade(c: Conductor, n: str) -> tuple[str, Plan]:

@@ -197,7 +197,7 @@ def program(clock: int, plan: dict[str, Any]) -> int:
         rec.log("ContextExit", cw=cw, cn=cn)
     for label, fut, clocked in late:
         _wait(label, fut, clocked)
-    if plan.get("late"):
+    if plan.get("late") == "gradients":
         time.sleep(0.2)  # let a late answer re-create the context first (#38513)
         try:
             dist_autograd.get_gradients(cid)
@@ -205,6 +205,14 @@ def program(clock: int, plan: dict[str, Any]) -> int:
         except RuntimeError:  # "Could not find autograd context with id"
             outcome = "error"
         rec.log("LateGradients", cw=cw, cn=cn, outcome=outcome)
+    elif plan.get("late") == "backward":
+        time.sleep(0.2)
+        try:
+            dist_autograd.backward(cid, [loss])
+            outcome = "ok"
+        except RuntimeError:  # "Could not find autograd context with id"
+            outcome = "error"
+        rec.log("LateBackward", cw=cw, cn=cn, outcome=outcome)
     return rec.clock
 
 

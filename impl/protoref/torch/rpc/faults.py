@@ -53,6 +53,10 @@ _DELAYABLE: Final = {
     "autograd": ("CLEANUP_AUTOGRAD_CONTEXT_REQ",),
 }
 
+#: the chance a type is failed / delayed in a session (autograd has one type of each)
+_P_FAIL: Final = {"rref": 0.4, "autograd": 0.6}
+_P_DELAY: Final = {"rref": 0.5, "autograd": 0.7}
+
 
 class FaultPlan(BaseModel):
     """The agent's fault options for every worker of one session."""
@@ -73,11 +77,11 @@ class FaultPlan(BaseModel):
 def plan_for(protocol: str, seed: int) -> FaultPlan:
     """The faults of the session with ``seed`` (the same seed, the same plan)."""
     rng = random.Random(f"{protocol}:{seed}")
-    fail = tuple(t for t in _FAILABLE[protocol] if rng.random() < 0.4)
+    fail = tuple(t for t in _FAILABLE[protocol] if rng.random() < _P_FAIL[protocol])
     delay = {
         t: round(rng.choice((0.02, 0.05, 0.1, 0.2)), 2)
         for t in _DELAYABLE[protocol]
-        if rng.random() < 0.5
+        if rng.random() < _P_DELAY[protocol]
     }
     return FaultPlan(
         seed=seed,
