@@ -197,23 +197,27 @@ def program(clock: int, plan: dict[str, Any]) -> int:
         rec.log("ContextExit", cw=cw, cn=cn)
     for label, fut, clocked in late:
         _wait(label, fut, clocked)
-    if plan.get("late") == "gradients":
-        time.sleep(0.2)  # let a late answer re-create the context first (#38513)
-        try:
-            dist_autograd.get_gradients(cid)
-            outcome = "found"
-        except RuntimeError:  # "Could not find autograd context with id"
-            outcome = "error"
-        rec.log("LateGradients", cw=cw, cn=cn, outcome=outcome)
-    elif plan.get("late") == "backward":
-        time.sleep(0.2)
-        try:
-            dist_autograd.backward(cid, [loss])
-            outcome = "ok"
-        except RuntimeError:  # "Could not find autograd context with id"
-            outcome = "error"
-        rec.log("LateBackward", cw=cw, cn=cn, outcome=outcome)
+    if plan.get("late"):
+        _late_call(plan["late"], cid, loss)
     return rec.clock
+
+
+def _late_call(kind: str, cid: int, loss: torch.Tensor) -> None:
+    """get_gradients or backward with the id of the block just left (#40880)."""
+    time.sleep(0.2)  # let a late answer re-create the context first (#38513)
+    try:
+        if kind == "gradients":
+            dist_autograd.get_gradients(cid)
+        else:
+            dist_autograd.backward(cid, [loss])
+        found = True
+    except RuntimeError:  # "Could not find autograd context with id"
+        found = False
+    cw, cn = cid >> 48, cid & _LOW
+    if kind == "gradients":
+        world().recorder.log("LateGradients", cw=cw, cn=cn, outcome="found" if found else "error")
+    else:
+        world().recorder.log("LateBackward", cw=cw, cn=cn, outcome="ok" if found else "error")
 
 
 def _grad(cid: int, p: torch.Tensor) -> int:
