@@ -142,6 +142,7 @@ def replay_hidden(trace: BlackBoxTrace, replay: HiddenReplay) -> HiddenVerdict:
             full.seconds + quick.seconds,
             full.detail,
             searches=2,
+            actions=full.actions,
         )
     return _replay(trace, replay, eager=False)
 

@@ -72,11 +72,13 @@ def cleanup_cascade(c: Conductor, n: str) -> tuple[str, Plan]:
 
 
 def backward_error(c: Conductor, n: str) -> tuple[str, Plan]:
-    """B's backward function raises: A's backward raises; C's graph task of the failed pass
-    may never end (FAST mode: MCDistAutograd_pytorchBackwardErrorHang)."""
+    """B's backward function raises: A's backward raises. C's backward function is slow, so
+    its gradient request reaches A after A's pass failed and before A leaves the block; A
+    starts a graph task for it that never answers, and C's never ends (FAST mode:
+    MCDistAutograd_pytorchBackwardErrorHang)."""
     a, b, d = c.roles(3)
-    calls = [_leaf(b, n + "ab", boom=True), _leaf(d, n + "ac")]
-    return a, {"calls": calls, "passes": [False]}
+    calls = [_leaf(b, n + "ab", boom=True), _leaf(d, n + "ac", slow=True)]
+    return a, {"calls": calls, "passes": [False], "linger": 0.8}
 
 
 def fire_and_forget(c: Conductor, n: str) -> tuple[str, Plan]:

@@ -45,6 +45,19 @@ class Boom(torch.autograd.Function):  # type: ignore[misc]  # torch is not follo
         raise ValueError("planted backward error")
 
 
+class Slow(torch.autograd.Function):  # type: ignore[misc]  # torch is not followed by mypy
+    """A backward function that takes its time (its gradient requests leave late)."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.3)
+        return grad
+
+
 def _param() -> torch.Tensor:
     """This worker's one leaf (made once, kept for the session)."""
     handles = world().handles
@@ -71,13 +84,18 @@ def _outcome(err: RuntimeError) -> str:
     return "timeout" if "timeout" in text or "timed out" in text else "error"
 
 
-def leaf(t: torch.Tensor, delay: float = 0.0, boom: bool = False) -> torch.Tensor:
-    """A callee's UDF: ``t``'s value; fed by its worker's leaf when ``t`` requires grad."""
+def leaf(
+    t: torch.Tensor, delay: float = 0.0, boom: bool = False, slow: bool = False
+) -> torch.Tensor:
+    """A callee's UDF: ``t``'s value; fed by its worker's leaf when ``t`` requires grad. Its
+    backward raises (``boom``) or sleeps (``slow``)."""
     if delay:
         time.sleep(delay)
     if not t.requires_grad:
         return t * 1.0
     y = _feed(t)
+    if slow:
+        y = Slow.apply(y)
     return Boom.apply(y) if boom else y
 
 
@@ -138,7 +156,7 @@ def _call(cw: int, cn: int, call: dict[str, Any]) -> tuple[Any, bool]:
     if call.get("nested"):
         fut = rpc.rpc_async(call["peer"], nested, args=(at, arg, call["nested"]), timeout=timeout)
         return fut, True
-    args = (arg, call.get("delay", 0.0), raises)
+    args = (arg, call.get("delay", 0.0), raises, bool(call.get("slow", False)))
     return rpc.rpc_async(call["peer"], leaf, args=args, timeout=timeout), False
 
 
@@ -194,6 +212,7 @@ def program(clock: int, plan: dict[str, Any]) -> int:
             rec.log("BackwardDone", cw=cw, cn=cn, outcome=outcome)
         if plan.get("passes") and not failed:
             rec.log("Gradients", cw=cw, cn=cn, grad=_grad(cid, p))
+        time.sleep(plan.get("linger", 0.0))  # the program goes on in the block
         rec.log("ContextExit", cw=cw, cn=cn)
     for label, fut, clocked in late:
         _wait(label, fut, clocked)
