@@ -162,3 +162,33 @@ def test_the_defect_verdicts_read_the_quiet_points() -> None:
     planted = parse_blackbox([json.dumps(r) for r in records], AUTOGRAD_OPS)
     assert known_defects(trace) == [RESURRECTION]
     assert known_defects(planted) == [BACKWARD_HANG]
+
+
+HANG = Path(__file__).parent / "golden" / "autograd_backward_hang.jsonl"
+
+
+def test_fast_mode_s_hang_on_torch_is_explained() -> None:
+    """A real torch session (scenarios backward_error and nested_calls, seed 3): w1's backward
+    function raises, w0's backward raises; w2's slow backward function sends its gradient
+    request to w0 after w0's pass failed, w0 starts a graph task for it that never answers,
+    and w2's never ends: num_current_backward_passes reads 1 on w0 and w2 at both quiet
+    points, with no context anywhere. The PyTorch variant explains it (only the full search
+    finds it: the request must be handled before w0 leaves its block, where the observed-first
+    search takes the exit at once): the known-defect verdict of
+    MCDistAutograd_pytorchBackwardErrorHang."""
+    trace = load_blackbox(HANG, AUTOGRAD_OPS)
+    verdict = check_autograd_trace(trace, SPEC_ROOT)
+    assert verdict.accepted, verdict.detail
+    assert verdict.actions.get("BackwardError") == 1
+    assert known_defects(trace) == [BACKWARD_HANG]
+
+
+def test_a_running_task_on_the_worker_that_raised_is_rejected() -> None:
+    """The worker whose backward function raised ended its graph task (failed): a counter
+    saying it still runs one has no explanation."""
+    records = [json.loads(line) for line in HANG.read_text(encoding="utf-8").splitlines()]
+    first = min(r["lamport"] for r in records[1:] if r["op"] == "Counters" and r["node"] == "w1")
+    at = _find(records, op="Counters", node="w1", lamport=first)
+    assert records[at]["passes"] == 0
+    records[at]["passes"] = 1
+    _rejected_at(records, op="Counters", node="w1", lamport=first)
