@@ -90,6 +90,12 @@ campaign-torch-rref: setup
 	@# torch's own RRef protocol, black-box (exit 3 without torch, as above)
 	$(TRACECHECK) campaign torch-rref --runs 1 --seed 2 || { test $$? = 3 && \
 	  echo "== make check skipped the torch-rref campaign: no torch 2.13-2.15 in $(VENV) (make test installs 2.13)"; }
+.PHONY: campaign-torch-autograd
+CAMPAIGNS += campaign-torch-autograd
+campaign-torch-autograd: setup
+	@# torch's own distributed autograd, black-box (exit 3 without torch, as above)
+	$(TRACECHECK) campaign torch-autograd --runs 1 --seed 5 || { test $$? = 3 && \
+	  echo "== make check skipped the torch-autograd campaign: no torch 2.13-2.15 in $(VENV) (make test installs 2.13)"; }
 
 .PHONY: test
 test: setup torch tools lint ## lint, type-check, then run the test suite (real TLC runs, real torchrun)

@@ -196,10 +196,11 @@ def _cmd_campaign(args: argparse.Namespace, console: Console) -> int:
 
     if args.protocol == TORCH_CAMPAIGN:
         return cmd_torch_campaign(args, console)
-    from tracecheck.cli.torchrref import TORCH_RREF, cmd_torch_rref  # noqa: PLC0415
+    # torch's own RPC protocols, black-box (torch-rref, torch-autograd)
+    from tracecheck.cli.torchautograd import TORCH_RPC_CAMPAIGNS  # noqa: PLC0415
 
-    if args.protocol == TORCH_RREF:
-        return cmd_torch_rref(args, console)
+    if args.protocol in TORCH_RPC_CAMPAIGNS:
+        return TORCH_RPC_CAMPAIGNS[args.protocol](args, console)
     toolchain()
     if not args.json:  # --json prints the JSON and nothing else
         console.print(

@@ -51,6 +51,9 @@ class HiddenReplay:
     eager_first: bool = True
     #: the protocol's constants that depend on the trace (its header): name -> expression
     per_trace: Callable[[BlackBoxTrace], Mapping[str, str]] | None = None
+    #: the spec's ``Workers`` for a trace (a TLA+ expression); default: the trace's worker
+    #: names (``TVW``). A spec whose workers are ranks (DistAutograd.tla) gives the ranks.
+    workers: Callable[[BlackBoxTrace], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ def render_root(
     rows = ",\n    ".join(_event_record(e.fields, e.op, e.node) for e in trace.events)
     workers = format_value(frozenset(trace.workers))
     defs = [f"TVW == {workers}", f"TVData == <<\n    {rows}\n  >>"]
+    if replay.workers is not None:
+        defs.append(f"TVWorkers == {replay.workers(trace)}")
     constants = dict(replay.constants) | dict(replay.per_trace(trace) if replay.per_trace else {})
     defs += [f"TVConst_{name} == {expr}" for name, expr in constants.items()]
     module = "\n".join(
@@ -98,7 +103,12 @@ def render_root(
             "",
         ]
     )
-    consts = ["  Workers <- TVW", "  TVTrace <- TVData", f"  TVHidden = {replay.hidden}"]
+    spec_workers = "TVW" if replay.workers is None else "TVWorkers"
+    consts = [
+        f"  Workers <- {spec_workers}",
+        "  TVTrace <- TVData",
+        f"  TVHidden = {replay.hidden}",
+    ]
     consts.append(f"  TVEager = {'TRUE' if eager else 'FALSE'}")
     consts += [f"  {name} <- TVConst_{name}" for name in constants]
     cfg = "\n".join(
@@ -132,6 +142,7 @@ def replay_hidden(trace: BlackBoxTrace, replay: HiddenReplay) -> HiddenVerdict:
             full.seconds + quick.seconds,
             full.detail,
             searches=2,
+            actions=full.actions,
         )
     return _replay(trace, replay, eager=False)
 

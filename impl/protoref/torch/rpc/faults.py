@@ -38,6 +38,9 @@ ACCEPTED_TYPES: Final = (
 
 _FAILABLE: Final = {
     "rref": ("RREF_FORK_REQUEST", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"),
+    # the cleanup cascade's only message type the agent knows (retried by sendWithRetries);
+    # FORWARD/BACKWARD_AUTOGRAD_REQ have no name in messageStringToType
+    "autograd": ("CLEANUP_AUTOGRAD_CONTEXT_REQ",),
 }
 _DELAYABLE: Final = {
     "rref": (
@@ -47,7 +50,12 @@ _DELAYABLE: Final = {
         "PYTHON_REMOTE_CALL",
         "PYTHON_RREF_FETCH_CALL",
     ),
+    "autograd": ("CLEANUP_AUTOGRAD_CONTEXT_REQ",),
 }
+
+#: the chance a type is failed / delayed in a session (autograd has one type of each)
+_P_FAIL: Final = {"rref": 0.4, "autograd": 0.6}
+_P_DELAY: Final = {"rref": 0.5, "autograd": 0.7}
 
 
 class FaultPlan(BaseModel):
@@ -69,11 +77,11 @@ class FaultPlan(BaseModel):
 def plan_for(protocol: str, seed: int) -> FaultPlan:
     """The faults of the session with ``seed`` (the same seed, the same plan)."""
     rng = random.Random(f"{protocol}:{seed}")
-    fail = tuple(t for t in _FAILABLE[protocol] if rng.random() < 0.4)
+    fail = tuple(t for t in _FAILABLE[protocol] if rng.random() < _P_FAIL[protocol])
     delay = {
         t: round(rng.choice((0.02, 0.05, 0.1, 0.2)), 2)
         for t in _DELAYABLE[protocol]
-        if rng.random() < 0.5
+        if rng.random() < _P_DELAY[protocol]
     }
     return FaultPlan(
         seed=seed,

@@ -27,7 +27,7 @@ CONDUCT_TIMEOUT = 300.0
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="protoref.torch.rpc.worker")
-    parser.add_argument("--protocol", choices=("rref",), required=True)
+    parser.add_argument("--protocol", choices=("rref", "autograd"), required=True)
     parser.add_argument("--rank", type=int, required=True)
     parser.add_argument("--world", type=int, required=True)
     parser.add_argument("--port", type=int, required=True)
@@ -88,6 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _conduct(protocol: str, conductor: Conductor, seed: int, chosen: str) -> list[str]:
+    if protocol == "autograd":
+        from protoref.torch.rpc import autograd_scenarios as grad_lib  # noqa: PLC0415
+
+        names = chosen.split(",") if chosen else grad_lib.order(seed)
+        return grad_lib.conduct(conductor, names)
     from protoref.torch.rpc import rref_scenarios as lib  # noqa: PLC0415
 
     names = chosen.split(",") if chosen else lib.order(seed)
