@@ -315,9 +315,9 @@ def silent_endpoint() -> Iterator[str]:
 def test_a_silent_endpoint_times_out(silent_endpoint: str) -> None:
     # the socket's timeout, raised while the store asks the member's /version
     with EtcdStore(silent_endpoint, request_timeout=0.2) as store:
-        with pytest.raises(RendezvousConnectionError, match="read .* TimeoutError: timed out"):
+        with pytest.raises(RendezvousConnectionError, match=r"read .* TimeoutError: timed out"):
             store.get("k")
-        with pytest.raises(RendezvousConnectionError, match="set .* TimeoutError: timed out"):
+        with pytest.raises(RendezvousConnectionError, match=r"set .* TimeoutError: timed out"):
             store.compare_set("k", None, b"v")
 
 
