@@ -3,9 +3,16 @@ linked, with their method profiles, kept in one file that every later JVM maps i
 reading, verifying and linking ``tla2tools.jar`` again.
 
 Why: ``make check`` starts about 110 TLC JVMs, most on models of seconds; on the smoke model
-(59 states) start-up is nearly all of the 3.2 CPU seconds, and the cache cuts it to about 1.8
-(docs/performance.md, "The main job"). Only Java 25+ has ``-XX:AOTCache``; an older Java (the
-system's 17) runs as before.
+(59 states) start-up is nearly all of the 3.2 CPU seconds, and the cache with the client
+compiler cuts it to about 1.3 (docs/performance.md, "The main job"). Only Java 25+ has
+``-XX:AOTCache``; an older Java (the system's 17) runs as before.
+
+Only runs on the client compiler alone (:data:`CLIENT_COMPILER`, the small models') use it: the
+cache also carries the training run's method profiles, which the optimising compiler replays,
+and on the large models that run on it the cache cost CPU instead of saving it (measured side
+by side: ``MCRRef_quick`` and ``MCRRef_selfShare``, 101,599 and 57,209 states, about 129 CPU
+seconds with the cache against about 60 without; ``MCRRef_pytorch_unforkedOwner`` 10.1 against
+7.9). Start-up is a small share of those runs anyway.
 
 The cache is trained by the first TLC run that finds none (``-XX:AOTCacheOutput``: that run
 costs about 3 CPU seconds more, once), written to a private name and renamed into place, so
@@ -34,11 +41,21 @@ from pathlib import Path
 from tracecheck.runner.javac import cache_root
 from tracecheck.runner.toolchain import Toolchain
 
-__all__ = ["AOT_ENV", "MIN_AOT_JAVA", "AotRun", "aot_file", "classes_jar", "plan"]
+__all__ = [
+    "AOT_ENV",
+    "CLIENT_COMPILER",
+    "MIN_AOT_JAVA",
+    "AotRun",
+    "aot_file",
+    "classes_jar",
+    "plan",
+]
 
 AOT_ENV = "TRACECHECK_AOT"
 #: ``-XX:AOTCache`` and the one-step ``-XX:AOTCacheOutput`` (JEP 514) arrived in Java 25.
 MIN_AOT_JAVA = 25
+#: The JVM flag of a run on the client compiler alone (C1): the runs that use the cache.
+CLIENT_COMPILER = "-XX:TieredStopAtLevel=1"
 #: The JVM's own messages about the cache go to standard output, which tracecheck parses.
 QUIET = ("-Xlog:aot=off", "-Xlog:cds=off")
 
@@ -103,10 +120,11 @@ def _nothing(_ok: bool) -> None:
     return None
 
 
-def plan(tools: Toolchain, *, may_train: bool) -> AotRun:
-    """Use the cache when it exists; else, when ``may_train`` and no other run of this process
-    is training, train it with this run."""
-    path = aot_file(tools)
+def plan(tools: Toolchain, jvm: tuple[str, ...], *, may_train: bool) -> AotRun:
+    """For a run with the JVM flags ``jvm`` on the client compiler: use the cache when it
+    exists; else, when ``may_train`` and no other run of this process is training, train it
+    with this run. Other runs get no flags."""
+    path = aot_file(tools) if CLIENT_COMPILER in jvm else None
     if path is None:
         return AotRun((), _nothing)
     if path.is_file():

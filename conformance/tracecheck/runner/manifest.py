@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from tracecheck.errors import ManifestError
+from tracecheck.runner.aotcache import CLIENT_COMPILER
 from tracecheck.runner.distributed import Distribution, distributable, run_distributed
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import ProgressCallback, TLCOptions, run_tlc
@@ -245,11 +246,11 @@ class ModelCheck(BaseModel):
 #: job"): 59 states 1.8 -> 1.3, 9,007 states 6.5 -> 4.0, 16,850 states 6.4 -> 3.9, but 34,207
 #: states 9.4 -> 12.2. The JIT changes no count: TLC's search is the same.
 CLIENT_COMPILER_BELOW = 20_000
-CLIENT_COMPILER = "-XX:TieredStopAtLevel=1"
 
 
 def jvm_flags(entry: ModelEntry) -> tuple[str, ...]:
-    """The JVM flags of a manifest model's runs: the client compiler for a small model."""
+    """The JVM flags of a manifest model's runs: the client compiler for a small model (which
+    also puts Java 25's AOT cache under it: :mod:`tracecheck.runner.aotcache`)."""
     distinct = entry.recorded.distinct
     return (CLIENT_COMPILER,) if distinct is not None and distinct < CLIENT_COMPILER_BELOW else ()
 

@@ -263,7 +263,7 @@ def _run_once(
     metadir = temp_folder()
     tools = toolchain()
     # the JVM cannot write an AOT cache with a folder on the classpath (the trace reader's)
-    aot = aotcache.plan(tools, may_train=not options.classpath)
+    aot = aotcache.plan(tools, options.jvm, may_train=not options.classpath)
     ok = False
     try:
         cfg, options = _deadlock_setting(spec, cfg, options, metadir)
