@@ -11,8 +11,8 @@ Only runs on the client compiler alone (:data:`CLIENT_COMPILER`, the small model
 cache also carries the training run's method profiles, which the optimising compiler replays,
 and on the large models that run on it the cache cost CPU instead of saving it (measured side
 by side: ``MCRRef_quick`` and ``MCRRef_selfShare``, 101,599 and 57,209 states, about 129 CPU
-seconds with the cache against about 60 without; ``MCRRef_pytorch_unforkedOwner`` 10.1 against
-7.9). Start-up is a small share of those runs anyway.
+seconds with the cache against about 77 without, in two full runs stopped after the same 850 s
+and the same CPU). Start-up is a small share of those runs anyway.
 
 The cache is trained by the first TLC run that finds none (``-XX:AOTCacheOutput``: that run
 costs about 3 CPU seconds more, once), written to a private name and renamed into place, so
