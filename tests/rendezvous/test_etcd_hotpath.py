@@ -13,7 +13,7 @@ import pytest
 from protoref.rendezvous.adapters.etcd_cluster import EtcdCluster
 from protoref.rendezvous.adapters.etcd_server import EtcdServer
 from protoref.rendezvous.adapters.etcd_store import EtcdStore
-from protoref.rendezvous.adapters.etcd_wire import Poster, PostError
+from protoref.rendezvous.adapters.etcd_wire import Poster, PostError, api_path
 
 LIMIT = 30.0  # seconds a helper thread may take before the test fails (never reached)
 
@@ -119,3 +119,23 @@ def test_a_compare_and_set_known_stale_is_answered_by_a_read(
         won, _ = b.compare_set("k", None, b"again")  # create-only on an existing key: stale
         assert not won
         assert b.cas_skipped == 2
+
+
+@pytest.mark.parametrize(
+    ("version", "path"),
+    [
+        ("3.5.1", "/v3"),
+        ("3.4.23", "/v3"),
+        ("4.0.0", "/v3"),
+        ("3.3.9", "/v3beta"),
+        ("3.2.0", "/v3alpha"),
+    ],
+)
+def test_the_api_path_follows_the_members_version(version: str, path: str) -> None:
+    assert api_path({"etcdserver": version, "etcdcluster": "3.0.0"}) == path
+
+
+@pytest.mark.parametrize("reply", [{}, {"etcdserver": "three"}, {"etcdserver": "3"}, [], "3.4"])
+def test_a_version_reply_that_is_not_etcds_is_a_value_error(reply: object) -> None:
+    with pytest.raises(ValueError, match=r"etcd|valid"):
+        api_path(reply)

@@ -12,10 +12,10 @@ import shutil
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import etcd3gw
 import pytest
 
 from protoref.rendezvous.adapters.etcd_server import EtcdServer, EtcdTls
@@ -34,25 +34,31 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def _post(client: etcd3gw.Etcd3Client, path: str, body: dict[str, object]) -> None:
-    client.post(client.get_url(path), json=body)
+def _post(server: EtcdServer, path: str, body: dict[str, object]) -> None:
+    """An administrator's request to etcd's gateway (``/v3/auth/...``), before auth is on."""
+    request = urllib.request.Request(
+        f"{server.endpoint}/v3{path}",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        assert resp.status == 200, resp.read()
 
 
 @pytest.fixture(scope="module")
 def auth_etcd(etcd_binary: Path) -> Iterator[EtcdServer]:
     """root (all keys) and rdzv (read-write on PREFIX only), authentication enabled."""
     with EtcdServer(etcd_binary, extra_args=[f"--auth-token-ttl={TOKEN_TTL}"]) as server:
-        admin = etcd3gw.client(host=server.host, port=server.client_port, timeout=30)
-        _post(admin, "/auth/role/add", {"name": "root"})
-        _post(admin, "/auth/user/add", {"name": "root", "password": "root-pw"})
-        _post(admin, "/auth/user/grant", {"user": "root", "role": "root"})
-        _post(admin, "/auth/role/add", {"name": "rdzv"})
+        _post(server, "/auth/role/add", {"name": "root"})
+        _post(server, "/auth/user/add", {"name": "root", "password": "root-pw"})
+        _post(server, "/auth/user/grant", {"user": "root", "role": "root"})
+        _post(server, "/auth/role/add", {"name": "rdzv"})
         end = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)
         perm = {"permType": "READWRITE", "key": _b64(PREFIX), "range_end": _b64(end)}
-        _post(admin, "/auth/role/grant", {"name": "rdzv", "perm": perm})
-        _post(admin, "/auth/user/add", {"name": "rdzv", "password": "rdzv-pw"})
-        _post(admin, "/auth/user/grant", {"user": "rdzv", "role": "rdzv"})
-        _post(admin, "/auth/enable", {})
+        _post(server, "/auth/role/grant", {"name": "rdzv", "perm": perm})
+        _post(server, "/auth/user/add", {"name": "rdzv", "password": "rdzv-pw"})
+        _post(server, "/auth/user/grant", {"user": "rdzv", "role": "rdzv"})
+        _post(server, "/auth/enable", {})
         yield server
 
 

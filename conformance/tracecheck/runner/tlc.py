@@ -33,6 +33,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from tracecheck.errors import TracecheckError
+from tracecheck.runner import aotcache
+from tracecheck.runner.aotcache import classes_jar
 from tracecheck.runner.javac import WATCHDOG, helper_classes
 from tracecheck.runner.outcome import ResultBuilder, sany_error
 from tracecheck.runner.results import Progress, TLCError, TLCResult, Verdict
@@ -124,15 +126,21 @@ def watchdog_classes() -> Path | None:
     return helper_classes(WATCHDOG)
 
 
-def with_watchdog(cmd: list[str], main_class: str) -> list[str]:
+def with_watchdog(cmd: list[str], main_class: str, *, as_jar: bool = False) -> list[str]:
     """``cmd`` (a java command up to its main class, ``-cp`` included) with the watchdog put
-    before ``main_class``, when its classes can be had; the process must get a pipe on stdin."""
+    before ``main_class``, when its classes can be had; the process must get a pipe on stdin.
+    With ``as_jar`` its classes go in as a jar right after the first classpath entry (TLC's
+    jar), as Java's AOT cache needs (:mod:`tracecheck.runner.aotcache`)."""
     folder = watchdog_classes()
     if folder is None:
         return [*cmd, main_class]
     cmd = list(cmd)
     at = cmd.index("-cp") + 1
-    cmd[at] = os.pathsep.join([cmd[at], str(folder)])
+    if as_jar:
+        first, sep, rest = cmd[at].partition(os.pathsep)
+        cmd[at] = os.pathsep.join([first, str(classes_jar(folder)), *([rest] if sep else [])])
+    else:
+        cmd[at] = os.pathsep.join([cmd[at], str(folder)])
     return [*cmd, "tracecheck.Watchdog", main_class]
 
 
@@ -193,9 +201,12 @@ def tlc_command(
     tools: Toolchain | None = None,
     *,
     watchdog: bool = False,
+    aot: tuple[str, ...] = (),
 ) -> list[str]:
     """The exact command line :func:`run_tlc` runs (run from the spec's folder); with
-    ``watchdog``, under ``tracecheck.Watchdog`` (as :func:`run_tlc` runs it, stdin a pipe)."""
+    ``watchdog``, under ``tracecheck.Watchdog`` (as :func:`run_tlc` runs it, stdin a pipe);
+    ``aot``: the JVM flags of Java's AOT cache (:func:`tracecheck.runner.aotcache.plan`), which
+    put the watchdog in as a jar."""
     tools = tools or toolchain()
     cmd = tools.base_command(options.heap)
     if options.library:
@@ -204,8 +215,8 @@ def tlc_command(
         at = cmd.index("-cp") + 1
         cmd[at] = os.pathsep.join([cmd[at], *(str(p) for p in options.classpath)])
     cmd.insert(cmd.index("-cp"), f"-Djava.io.tmpdir={metadir.parent}")
-    cmd[1:1] = options.jvm
-    cmd = with_watchdog(cmd, "tlc2.TLC") if watchdog else [*cmd, "tlc2.TLC"]
+    cmd[1:1] = [*aot, *options.jvm]
+    cmd = with_watchdog(cmd, "tlc2.TLC", as_jar=bool(aot)) if watchdog else [*cmd, "tlc2.TLC"]
     cmd += ["-tool", "-workers", str(options.worker_count), "-metadir", str(metadir)]
     if cfg is not None:
         cmd += ["-config", str(cfg)]
@@ -250,11 +261,18 @@ def _run_once(
     spec: Path, cfg: Path | None, options: TLCOptions, on_progress: ProgressCallback | None
 ) -> TLCResult:
     metadir = temp_folder()
+    tools = toolchain()
+    # the JVM cannot write an AOT cache with a folder on the classpath (the trace reader's)
+    aot = aotcache.plan(tools, options.jvm, may_train=not options.classpath)
+    ok = False
     try:
         cfg, options = _deadlock_setting(spec, cfg, options, metadir)
-        cmd = tlc_command(spec, cfg, options, metadir / "m", watchdog=True)
-        return _execute(cmd, spec.parent, options.timeout, on_progress)
+        cmd = tlc_command(spec, cfg, options, metadir / "m", tools, watchdog=True, aot=aot.flags)
+        result = _execute(cmd, spec.parent, options.timeout, on_progress)
+        ok = True  # (the cache is kept only if the JVM wrote it: not after a kill)
+        return result
     finally:
+        aot.finish(ok)
         shutil.rmtree(metadir, ignore_errors=True)
 
 

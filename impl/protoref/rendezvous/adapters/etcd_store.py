@@ -1,7 +1,9 @@
 """The etcd v3 store: several hosts share a rendezvous through an etcd cluster.
 
-Client: ``etcd3gw`` (OpenStack's, pure Python over etcd's grpc-gateway JSON API; it finds the
-API path itself: ``/v3/`` on etcd 3.4+). Why it and not a gRPC client: docs/rendezvous.md.
+Client: our own, over etcd's grpc-gateway JSON API (:mod:`.etcd_wire`: ``http.client`` for
+requests, ``requests`` for the watch stream); the API path is found per member from its
+``/version`` (``/v3`` on etcd 3.4+), as OpenStack's ``etcd3gw`` did, which the store ran on
+before (it pulled OpenStack's libraries into the install). Why not gRPC: docs/rendezvous.md.
 
 - **Token** = the key's ``mod_revision``. Revisions are global and only grow, so a key deleted
   and re-created never repeats a token (``version`` restarts at 1 and would let a stale writer
@@ -31,9 +33,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-import etcd3gw
 import requests
-from etcd3gw.exceptions import Etcd3Exception
 from pydantic import ValidationError
 
 from protoref.rendezvous.adapters.etcd_watch import KeyWatch
@@ -44,6 +44,7 @@ from protoref.rendezvous.adapters.etcd_wire import (
     Range,
     Token,
     Txn,
+    api_path,
     b64,
     fails_over,
     members,
@@ -55,20 +56,18 @@ from protoref.rendezvous.core.errors import RendezvousConnectionError, Rendezvou
 __all__ = ["DEFAULT_PREFIX", "EtcdStore"]
 
 DEFAULT_PREFIX: Final = "/protoref/"
-_POOL: Final = 128  # connections kept per store: one per thread of a many-node benchmark
 _INVALID_TOKEN: Final = "invalid auth token"  # etcd's ErrInvalidAuthToken: the token expired
 
 
 _ROUND_PAUSE: Final = 0.05  # between two rounds of the member list (an election takes ~1 s)
 
 
-def _shut(watches: dict[str, KeyWatch], session: requests.Session, poster: Poster) -> None:
+def _shut(watches: dict[str, KeyWatch], poster: Poster) -> None:
     """End a store's watch streams and connections (``close``, or the store's finalizer)."""
     ending = list(watches.values())
     watches.clear()
     for watch in ending:
         watch.stop()
-    session.close()
     poster.close()
 
 
@@ -112,16 +111,14 @@ class EtcdStore:
         self._credentials = None if username is None else (username, password or "")
         self._auth_lock = threading.Lock()
         self._auth_token: str | None = None
-        self._session = self._new_session(pool=_POOL)
-        self._clients = [
-            self._new_client(self._session, i, api_path=None) for i in range(len(listed))
-        ]
+        #: each member's API path (``/v3``), asked of its ``/version`` on first use
+        self._api_paths: list[str | None] = [None] * len(listed)
         self._current = 0  # the member requests go to first (the last one that answered)
         self._poster = Poster(scheme, listed, request_timeout, self._ssl_context())
         self._watches: dict[str, KeyWatch] = {}
         self._watches_lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _shut, self._watches, self._session, self._poster)
+        self._finalizer = weakref.finalize(self, _shut, self._watches, self._poster)
         self._count_lock = threading.Lock()
         self.cas_won = 0
         self.cas_lost = 0
@@ -152,29 +149,25 @@ class EtcdStore:
             context.load_cert_chain(client_cert, client_key)
         return context
 
-    def _new_client(
-        self, session: requests.Session, member: int, api_path: str | None
-    ) -> etcd3gw.Etcd3Client:
+    def _api_path(self, member: int) -> str:
+        """The member's API path, from its ``/version`` once (``/v3`` on etcd 3.4+); the
+        version endpoint needs no credentials."""
+        found = self._api_paths[member]
+        if found is None:
+            found = api_path(self._poster.send("GET", member, "/version", None, None))
+            self._api_paths[member] = found
+        return found
+
+    def _url(self, member: int, path: str) -> str:
+        """The full URL of ``path`` below the member's API path (the watch stream's)."""
         host, port = self._members[member]
-        return etcd3gw.Etcd3Client(
-            host=host,
-            port=port,
-            protocol=self._scheme,
-            timeout=self.request_timeout,
-            api_path=api_path,
-            session=session,
-        )
+        return f"{self._scheme}://{host}:{port}{self._api_path(member)}{path}"
 
     @contextlib.contextmanager
     def _talking(self, what: str, key: str) -> Iterator[None]:
         """Map every failure on the way to etcd to one typed error naming the endpoint."""
         try:
             yield
-        except Etcd3Exception as err:
-            detail = (err.detail_text or str(err) or type(err).__name__).strip()[:300]
-            raise RendezvousConnectionError(
-                f"etcd at {self.endpoint}: {what} {key!r} failed: {type(err).__name__}: {detail}"
-            ) from err
         except (requests.RequestException, OSError, http.client.HTTPException, PostError) as err:
             raise RendezvousConnectionError(
                 f"etcd at {self.endpoint}: {what} {key!r} failed: {type(err).__name__}: {err}"
@@ -198,18 +191,13 @@ class EtcdStore:
         with self._auth_lock:
             if self._auth_token is not None and self._auth_token != stale:
                 return
-            self._auth_token = None  # a fresh session without the stale header asks
-            with (
-                self._talking("authenticate as", name),
-                contextlib.closing(self._new_session(pool=1)) as session,
-            ):
-                current = self._clients[self._current]
-                client = self._new_client(session, self._current, api_path=current.api_path)
-                reply: Any = client.post(
-                    client.get_url("/auth/authenticate"), json={"name": name, "password": password}
-                )
+            self._auth_token = None  # asked without the stale token
+            member = self._current
+            with self._talking("authenticate as", name):
+                url = self._api_path(member) + "/auth/authenticate"
+                body = {"name": name, "password": password}
+                reply: Any = self._poster.send("POST", member, url, body, None)
                 self._auth_token = Token.model_validate(reply).token
-            self._session.headers["Authorization"] = self._auth_token
 
     def _request(self, what: str, key: str, path: str, body: dict[str, Any]) -> Any:
         """POST ``body`` to ``/v3/<path>``; authenticate first or again if etcd asks."""
@@ -229,8 +217,8 @@ class EtcdStore:
 
     def _post(self, member: int, path: str, body: dict[str, Any]) -> Any:
         """The hot path: one POST to a member, over this thread's kept connection."""
-        url = self._clients[member].api_path.rstrip("/") + path  # discovered once per member
-        return self._poster.post(member, url, body, self._auth_token)
+        url = self._api_path(member) + path  # discovered once per member
+        return self._poster.send("POST", member, url, body, self._auth_token)
 
     def _failover(self, what: str, key: str, call: Callable[[int], Any]) -> Any:
         """``call`` on the current member; on a failure of the way there, on the next ones."""
@@ -244,7 +232,7 @@ class EtcdStore:
                 tried += 1
                 if not fails_over(err.__cause__):
                     raise
-                n = len(self._clients)
+                n = len(self._members)
                 if tried >= n and time.monotonic() - start >= self.request_timeout:
                     raise
                 if self._current == member:
@@ -344,7 +332,7 @@ class EtcdStore:
         def post(member: int) -> requests.Response:
             # No read timeout: the stream is silent until the key changes; stop() ends it.
             reply = session.post(
-                self._clients[member].get_url("/watch"),
+                self._url(member, "/watch"),
                 json=body,
                 stream=True,
                 timeout=(self.request_timeout, None),

@@ -1,7 +1,7 @@
 """etcd's grpc-gateway on the wire, for :mod:`protoref.rendezvous.adapters.etcd_store`: the
 replies we read (pydantic models: a reply that is not etcd's is a validation error, never a
-KeyError), the HTTP adapter, the member list of an endpoint and which failures are worth another
-member."""
+KeyError), the API path of a member's version, the HTTP adapter, the member list of an endpoint
+and which failures are worth another member."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import threading
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import etcd3gw
 import requests
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -27,6 +26,7 @@ __all__ = [
     "Range",
     "Token",
     "Txn",
+    "api_path",
     "b64",
     "fails_over",
     "members",
@@ -71,6 +71,26 @@ class Txn(_Model):
     header: _Header
     succeeded: bool = False  # omitted when false
     responses: list[_Op] = []
+
+
+class _Version(_Model):
+    etcdserver: str
+
+
+def api_path(reply: Any) -> str:
+    """The gateway's path for a member's ``/version`` reply: ``/v3`` from etcd 3.4 on,
+    ``/v3beta`` on 3.3, ``/v3alpha`` before (the mapping of etcd's gateway documentation, as
+    etcd3gw made it); ``ValidationError`` or ``ValueError`` for a reply that is not etcd's."""
+    text = _Version.model_validate(reply).etcdserver
+    try:
+        version = tuple(int(part) for part in text.split(".")[:2])
+    except ValueError as err:
+        raise ValueError(f"etcd version {text!r} is not major.minor[.patch]") from err
+    if len(version) < 2:
+        raise ValueError(f"etcd version {text!r} is not major.minor[.patch]")
+    if version >= (3, 4):
+        return "/v3"
+    return "/v3beta" if version >= (3, 3) else "/v3alpha"
 
 
 def b64(data: bytes) -> str:
@@ -129,13 +149,9 @@ def members(endpoint: str) -> tuple[str, list[tuple[str, int]]]:
 
 
 #: Failures of the way to one member, worth trying the next member with.
-_FAILOVER: Final = (
-    requests.ConnectionError,
-    requests.Timeout,
-    etcd3gw.exceptions.ConnectionFailedError,
-    etcd3gw.exceptions.ConnectionTimeoutError,
-    etcd3gw.exceptions.InternalServerError,
-)
+_FAILOVER: Final = (requests.ConnectionError, requests.Timeout)
+#: HTTP statuses below 500 worth another member: 408, the request timed out there.
+_RETRIED: Final = frozenset({408})
 
 
 def fails_over(cause: BaseException | None) -> bool:
@@ -143,7 +159,7 @@ def fails_over(cause: BaseException | None) -> bool:
     if isinstance(cause, requests.HTTPError):  # the watch stream's own status check
         return cause.response is not None and cause.response.status_code >= 500
     if isinstance(cause, PostError):
-        return cause.status >= 500
+        return cause.status >= 500 or cause.status in _RETRIED
     return isinstance(cause, (*_FAILOVER, OSError, http.client.HTTPException))
 
 
@@ -203,15 +219,21 @@ class Poster:
     def post(self, member: int, path: str, body: dict[str, Any], auth: str | None) -> Any:
         """The reply's JSON; raises ``OSError`` / ``http.client.HTTPException`` on the way,
         :class:`PostError` for a status other than 200, ``ValueError`` for a body not JSON."""
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
+        return self.send("POST", member, path, body, auth)
+
+    def send(
+        self, method: str, member: int, path: str, body: dict[str, Any] | None, auth: str | None
+    ) -> Any:
+        """:meth:`post` with another method (``GET /version``: ``body`` None)."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if body is None else {"Content-Type": "application/json"}
         if auth is not None:
             headers["Authorization"] = auth
         conn = self._conn(member)
         for attempt in (1, 2):
             reused = conn.sock is not None
             try:
-                conn.request("POST", path, body=data, headers=headers)  # one write
+                conn.request(method, path, body=data, headers=headers)  # one write
                 response = conn.getresponse()
                 raw = response.read()
                 break
