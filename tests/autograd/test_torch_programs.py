@@ -1,0 +1,68 @@
+"""torch programs on torch tensors, run on protoref's distributed autograd with only their
+imports changed (issue 26 §1 and §5).
+
+Each program in tests/autograd/programs/ named here imports ``protoref.autograd`` and
+``protoref.rpc`` (and ``protoref.optim``'s DistributedOptimizer, ``protoref.nn``'s
+RemoteModule) where a torch program imports torch's; the local graph is torch's own autograd,
+the distributed part (contexts, send/recv functions, cleanup, the Echo backward) protoref's.
+With torch's imports the same text runs on torch 2.13 and must print the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from support.programs import HAS_TORCH, program_env, run
+
+pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (the [torch] extra)")
+
+PROGRAMS: Final = Path(__file__).resolve().parent / "programs"
+#: protoref's import -> torch's: the only lines that differ between the two runs.
+IMPORTS: Final = {
+    "import protoref.autograd as dist_autograd\n": "import torch.distributed.autograd as "
+    "dist_autograd\n",
+    "import protoref.rpc as rpc\n": "import torch.distributed.rpc as rpc\n",
+    "from protoref.optim import DistributedOptimizer\n": "from torch.distributed.optim import "
+    "DistributedOptimizer\n",
+    "from protoref.nn import RemoteModule\n": "from torch.distributed.nn import RemoteModule\n",
+}
+
+
+def torch_text(program: str) -> str:
+    text = (PROGRAMS / program).read_text(encoding="utf-8")
+    assert text.count("import protoref.rpc as rpc\n") == 1
+    for ours, theirs in IMPORTS.items():
+        text = text.replace(ours, theirs)
+    assert "protoref" not in text.split('"""', 2)[2], f"{program} names protoref beyond imports"
+    return text
+
+
+TORCH_CASES: dict[str, Any] = {
+    "simple": [[True, False], 2, [1.0] * 9, [1.0] * 9, True],
+    "nested": [[8.0, 12.0], [10.0, 16.0], [2.0, 4.0]],  # ret = 2(t1+t2); d(ret.t1) = 4t1+2t2
+    "several_passes": [
+        [[2.0, 2.0, 2.0], [1.0, 2.0, 3.0]],
+        [[4.0, 4.0, 4.0], [2.0, 4.0, 6.0]],
+        True,
+    ],
+    "local_and_remote_leaves": [[[1.0, -1.0], [1.0, -1.0], [4.5, 3.0]], [4.5, 3.0], [1.0, -1.0]],
+    "remote_and_to_here": [[3.0, 6.0], [18.0, 36.0]],
+}
+EXPECTED: Final = {"torch_cases.py": (3, TORCH_CASES)}
+
+
+@pytest.mark.parametrize("program", sorted(EXPECTED))
+def test_program_runs_on_protoref(tmp_path: Path, program: str) -> None:
+    ranks, expected = EXPECTED[program]
+    assert run(PROGRAMS / program, ranks, program_env(tmp_path / "home"))[0] == expected
+
+
+@pytest.mark.parametrize("program", sorted(EXPECTED))
+def test_the_same_text_prints_the_same_on_torch(tmp_path: Path, program: str) -> None:
+    ranks, expected = EXPECTED[program]
+    script = tmp_path / program
+    script.write_text(torch_text(program), encoding="utf-8")
+    assert run(script, ranks, program_env(tmp_path / "home"))[0] == expected
