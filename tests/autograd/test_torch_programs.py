@@ -51,7 +51,30 @@ TORCH_CASES: dict[str, Any] = {
     "local_and_remote_leaves": [[[1.0, -1.0], [1.0, -1.0], [4.5, 3.0]], [4.5, 3.0], [1.0, -1.0]],
     "remote_and_to_here": [[3.0, 6.0], [18.0, 36.0]],
 }
-EXPECTED: Final = {"torch_cases.py": (3, TORCH_CASES)}
+#: Three training steps per trainer (torch 2.13 prints the same: its DistributedOptimizer
+#: steps functional optimizers, which leave .grad alone, as ours does).
+PARAMETER_SERVER: dict[str, Any] = {
+    "grad_untouched": True,
+    "parameters": [
+        [0.0007, 0.2595, -0.4091, -0.3679],
+        [-0.3298, -0.2264, -0.3445, -0.4856],
+        [0.0233, -0.1726, 0.0609, -0.3248],
+        [0.1984, -0.0619, 0.0264],
+    ],
+    "trainer1": [1.1365, 1.2024, 1.027],
+    "trainer2": [1.2072, 1.0067, 1.0245],
+}
+RNN: dict[str, Any] = {
+    "decoder": [0.0925, -0.0992, 0.1122, -0.0227],
+    "local_leaves_with_gradients": 4,
+    "losses": [2.405, 2.3559, 2.3293],
+    "lstm": [-0.405, -0.3216, -0.1749, -0.3865],
+}
+EXPECTED: Final = {
+    "torch_cases.py": (3, TORCH_CASES),
+    "parameter_server.py": (3, PARAMETER_SERVER),
+    "rnn.py": (3, RNN),
+}
 
 
 @pytest.mark.parametrize("program", sorted(EXPECTED))
