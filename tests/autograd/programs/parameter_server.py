@@ -46,7 +46,7 @@ SERVER_LOCK = threading.Lock()
 
 
 def get_parameter_server():
-    global SERVER
+    global SERVER  # noqa: PLW0603 - the examples keep the server in a global
     with SERVER_LOCK:
         if SERVER is None:
             SERVER = ParameterServer()

@@ -79,7 +79,6 @@ class RNNModel(nn.Module):
         return remote_params
 
 
-
 def run_trainer():
     model = RNNModel()
     opt = DistributedOptimizer(optim.SGD, model.parameter_rrefs(), lr=0.05)
@@ -100,14 +99,13 @@ def run_trainer():
             opt.step(cid)
         losses.append(round(loss.item(), 4))
     seconds = (time.perf_counter() - started) / STEPS
-    local = [p for p in model.rnn.parameters()]
+    local = list(model.rnn.parameters())
     return {
         "losses": losses,
         "local_leaves_with_gradients": sum(1 for p in local if p in grads),
         "lstm": [round(v, 4) for v in local[0].detach().reshape(-1).tolist()[:4]],
         "decoder": [
-            round(v, 4)
-            for v in rpc.rpc_sync("worker2", first_weights, args=(model.decoder_rref,))
+            round(v, 4) for v in rpc.rpc_sync("worker2", first_weights, args=(model.decoder_rref,))
         ],
         "seconds": seconds,
     }
