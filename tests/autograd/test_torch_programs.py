@@ -70,10 +70,15 @@ RNN: dict[str, Any] = {
     "losses": [2.405, 2.3559, 2.3293],
     "lstm": [-0.405, -0.3216, -0.1749, -0.3865],
 }
+PIPELINE: dict[str, Any] = {
+    "losses": [0.9345, 0.9846, 0.7199],
+    "shard2_weight": [0.1781, -0.1872, -0.1108, 0.1856],
+}
 EXPECTED: Final = {
     "torch_cases.py": (3, TORCH_CASES),
     "parameter_server.py": (3, PARAMETER_SERVER),
     "rnn.py": (3, RNN),
+    "pipeline.py": (3, PIPELINE),
 }
 
 
