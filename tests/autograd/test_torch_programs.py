@@ -74,11 +74,25 @@ PIPELINE: dict[str, Any] = {
     "losses": [0.9345, 0.9846, 0.7199],
     "shard2_weight": [0.1781, -0.1872, -0.1108, 0.1856],
 }
+BATCH: dict[str, Any] = {
+    "losses": [[0.8965, 0.9775, 1.0447], [1.1213, 1.0001, 1.0053]],
+    "weight": [0.1481, 0.2232, -0.3602, -0.3219, -0.0846, 0.1393],
+}
+RL: dict[str, Any] = {
+    "episodes": [
+        [8.0159, 0.7122, ["ndarray", "ndarray"]],
+        [6.8662, -0.0514, ["ndarray", "ndarray"]],
+        [7.6894, -0.5995, ["ndarray", "ndarray"]],
+    ],
+    "head": [-0.0035, -0.1681, 0.0598, -0.3337],
+}
 EXPECTED: Final = {
     "torch_cases.py": (3, TORCH_CASES),
     "parameter_server.py": (3, PARAMETER_SERVER),
     "rnn.py": (3, RNN),
     "pipeline.py": (3, PIPELINE),
+    "batch.py": (3, BATCH),
+    "rl.py": (3, RL),
 }
 
 
