@@ -86,6 +86,13 @@ RL: dict[str, Any] = {
     ],
     "head": [-0.0035, -0.1681, 0.0598, -0.3337],
 }
+#: Each trainer's losses and its DDP-averaged Linear weight (the same on both trainers).
+DDP_RPC: dict[str, Any] = {
+    "trainers": [
+        [[0.498, 0.7943, 0.9996], [0.0136, 0.2589, -0.3629, -0.3188]],
+        [[1.3021, 1.5956, 0.3914], [0.0136, 0.2589, -0.3629, -0.3188]],
+    ]
+}
 EXPECTED: Final = {
     "torch_cases.py": (3, TORCH_CASES),
     "parameter_server.py": (3, PARAMETER_SERVER),
@@ -93,6 +100,7 @@ EXPECTED: Final = {
     "pipeline.py": (3, PIPELINE),
     "batch.py": (3, BATCH),
     "rl.py": (3, RL),
+    "ddp_rpc.py": (3, DDP_RPC),
 }
 
 

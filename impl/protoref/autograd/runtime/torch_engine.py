@@ -12,15 +12,17 @@ cleanup cascade, the Echo backward) is the node's, as for the scalar engine
   (``mark_dirty``), so their ``grad_fn`` is ``<RecvRpcBackward>`` as in torch; its backward adds
   the gradients into the :class:`TorchRecv`, which the protocol fires (``RecvRpcBackwardApply``)
   and sends on. An unused output gets zeros, as torch's ``RecvRpcBackward::apply`` puts them.
-  A custom function runs only if an input is among ``torch.autograd.grad``'s inputs, so each
-  recv function has an *anchor*, an empty leaf that is its first input;
-- a local pass (:func:`run_local`) is ``torch.autograd.grad`` from the roots over the leaves the
-  graph reaches and the anchors of its recv functions: leaf gradients go to the context, never
-  to ``.grad``. Each run keeps the graph (``retain_graph=True``): one node may be reached by the
-  root and by several send functions, each a separate run of one pass (torch's one graph task
-  runs it once; backward functions are linear in the gradient, so the sum is the same). That a
-  pass without ``retain_graph`` frees the graph is the core's (``freed``: the next pass of the
-  context fails at once with torch's error); saved tensors are freed with the graph itself.
+  A custom function runs only if an input is among the pass's ``inputs``, so each recv
+  function has an *anchor*, an empty leaf that is its first input;
+- a local pass (:func:`run_local`) is ``torch.autograd.backward`` from the roots over the
+  leaves the graph reaches and the anchors of its recv functions: leaf gradients go to the
+  context; each leaf's ``.grad`` is set aside for the run and put back after it (so the hooks
+  of its AccumulateGrad node run, DistributedDataParallel's among them). Each run keeps the
+  graph (``retain_graph=True``): one node may be reached by the root and by several send
+  functions, each a separate run of one pass (torch's one graph task runs it once; backward
+  functions are linear in the gradient, so the sum is the same). That a pass without
+  ``retain_graph`` frees the graph is the core's (``freed``: the next pass of the context fails
+  at once with torch's error); saved tensors are freed with the graph itself.
 
 Gradients travel in the backward frames as tensors, in
 :class:`protoref.rpc.tensors.TensorCodec`'s JSON form (dtype, shape, bytes), never pickled.
@@ -210,11 +212,21 @@ def run_local(roots: Sequence[tuple[Any, Any]], on_leaf: Callable[[Any, Any], No
             (anchors if hasattr(var, RECV_MARK) else leaves).append(var)
     if not leaves and not anchors:
         return
-    with torch.enable_grad():
-        found = torch.autograd.grad(
-            outputs, [*leaves, *anchors], grads, retain_graph=True, allow_unused=True
-        )
-    for leaf, g in zip(leaves, found, strict=False):
+    # torch.autograd.backward into the leaves' .grad, which is set aside before and put back
+    # after: the leaves' AccumulateGrad nodes run, so the hooks on them run as in torch's
+    # DistEngine (DistributedDataParallel's reducer all-reduces there and writes the average
+    # into .grad; torch's writes it into the context, which is what the context gets here)
+    before = [leaf.grad for leaf in leaves]
+    for leaf in leaves:
+        leaf.grad = None
+    try:
+        with torch.enable_grad():
+            torch.autograd.backward(outputs, grads, retain_graph=True, inputs=[*leaves, *anchors])
+        found = [leaf.grad for leaf in leaves]
+    finally:
+        for leaf, grad in zip(leaves, before, strict=True):
+            leaf.grad = grad
+    for leaf, g in zip(leaves, found, strict=True):
         if g is not None:
             on_leaf(leaf, g)
 
