@@ -52,6 +52,7 @@ def run_trainer(remote_emb_module, rank):
             loss = criterion(model(indices, offsets), target)
             dist_autograd.backward(cid, [loss])
             opt.step(cid)
+        dist.barrier()  # both trainers' steps of the embedding before either's next forward
         losses.append(round(loss.item(), 4))
     weight = [round(v, 4) for v in model.fc.module.weight.reshape(-1).tolist()[:4]]
     return losses, weight

@@ -172,7 +172,9 @@ class AutogradPlugin(BasePlugin):
                 "%s: autograd frame %s arrived on %s's link: dropped", self.agent.name, msg, peer
             )
             return
-        self.serial.submit(self._deliver, frame.body)
+        # only a gradient request runs a local pass (torch's autograd, maybe long): the others
+        # run here when nothing before them waits on the frames' thread
+        self.serial.run(msg.type != "BWD_REQ", self._deliver, frame.body)
 
     def _deliver(self, body: AutogradFrame) -> None:
         """A control frame, on the frames' thread."""
