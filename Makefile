@@ -128,6 +128,7 @@ bench: setup torch ## deep models vs TLC's ceiling, trace validation, RRef simul
 	$(BIN)/python -m benches.rref_runtime --out docs/performance.md
 	$(BIN)/python -m benches.rendezvous --out docs/performance.md
 	$(BIN)/python -m benches.autograd --out docs/performance.md
+	$(BIN)/python -m benches.training_step --out docs/performance.md
 
 .PHONY: docs
 docs: setup ## regenerate the generated parts of docs/ (model and teeth tables, RRef and rendezvous diagrams, autograd steps)

@@ -36,9 +36,17 @@ class _LocalOptimizer:
     def step(self, autograd_ctx_id: int) -> None:
         all_local_grads = dist_autograd.get_gradients(autograd_ctx_id)
         with _LocalOptimizer.global_lock:
+            # torch 2.13 steps its functional optimizers (SGD, Adam, ...: _FunctionalSGD) with
+            # the context's gradients and never touches .grad; the optimizer here reads .grad,
+            # so it is set for the step and put back after it
+            before = {param: param.grad for param in all_local_grads}
             for param, grad in all_local_grads.items():
                 param.grad = grad
-            self.optim.step()
+            try:
+                self.optim.step()
+            finally:
+                for param, grad in before.items():
+                    param.grad = grad
 
 
 def _new_local_optimizer(

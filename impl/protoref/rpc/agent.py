@@ -164,7 +164,7 @@ class Agent:
         self.peers.open(self.loop)
         o = self.options
         host = o.host or local_address_toward(o.master_addr, o.master_port)
-        shared = shared_store()  # torch's process group holds MASTER_PORT: share its store
+        shared = shared_store(o.master_port)  # a process group on MASTER_PORT: share its store
         if self.rank == 0:
             port = await self.transport.serve(host, 0 if shared else o.master_port)
             if shared:

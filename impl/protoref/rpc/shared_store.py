@@ -28,10 +28,18 @@ _lock = threading.Lock()
 _starts = [0]
 
 
-def shared_store() -> tuple[Any, str] | None:
-    """The default process group's store and this start's key, or None without one."""
+def shared_store(master_port: int | None = None) -> tuple[Any, str] | None:
+    """The default process group's store and this start's key, or None without one, or when
+    its TCPStore listens on another port than ``master_port`` (a process group of some of the
+    workers on a port of its own, as pytorch/examples' ddp_rpc makes: RPC then uses
+    MASTER_PORT itself, as torch's does)."""
     c10d = sys.modules.get("torch.distributed.distributed_c10d")
     if c10d is None or not c10d.is_initialized():
+        return None
+    store = c10d._get_default_store()
+    while hasattr(store, "underlying_store"):  # PrefixStore around the TCPStore
+        store = store.underlying_store
+    if master_port is not None and getattr(store, "port", master_port) != master_port:
         return None
     with _lock:
         _starts[0] += 1

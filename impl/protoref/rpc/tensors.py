@@ -109,4 +109,8 @@ class TensorCodec:
             tensor = torch.empty(sizes, dtype=kind)
         else:
             tensor = torch.frombuffer(bytearray(raw), dtype=kind).reshape(sizes)
-        return tensor.requires_grad_(grad) if grad and tensor.is_floating_point() else tensor
+        if not (grad and tensor.is_floating_point()):
+            return tensor
+        # not a view of the buffer: distributed autograd makes it a recv function's output in
+        # place (protoref.autograd.runtime.torch_engine.attach), which torch refuses on a view
+        return (tensor.clone() if tensor._is_view() else tensor).requires_grad_(True)

@@ -7,7 +7,8 @@ raises), ``backward(context_id, roots, retain_graph=False)``, ``get_gradients(co
 private helpers ``_init``, ``_new_context``, ``_release_context``, ``_retrieve_context``,
 ``_is_valid_context``, ``_current_context``, ``_get_max_id``, ``_get_debug_info``, and
 ``is_available()``. A torch program runs by changing its imports
-(``import protoref.autograd as dist_autograd``); the tensors are protoref's scalar
+(``import protoref.autograd as dist_autograd``); the tensors are torch's (torch's local autograd,
+:mod:`protoref.autograd.runtime.torch_engine`) or protoref's scalar
 :func:`~protoref.autograd.runtime.engine.tensor`. Every call acts for the calling thread's worker
 (:mod:`protoref.autograd.runtime.current`).
 """
@@ -20,9 +21,10 @@ from types import TracebackType
 from typing import Any
 
 from protoref.autograd.core.ids import AutogradId, from_int
-from protoref.autograd.runtime import current
-from protoref.autograd.runtime.engine import RecvRpcBackward, SendRpcBackward, Tensor
+from protoref.autograd.runtime import current, dispatch
+from protoref.autograd.runtime.engine import Tensor
 from protoref.autograd.runtime.node import AutogradNode
+from protoref.autograd.runtime.torch_engine import is_tensor as is_torch_tensor
 
 __all__ = [
     "DistAutogradContext",
@@ -65,10 +67,10 @@ class DistAutogradContext:
     def _known_worker_ids(self) -> set[int]:
         return self._node.functions(self._ctx)[2]
 
-    def _send_functions(self) -> dict[int, SendRpcBackward]:
+    def _send_functions(self) -> dict[int, dispatch.Send]:
         return self._node.functions(self._ctx)[0]
 
-    def _recv_functions(self) -> dict[int, RecvRpcBackward]:
+    def _recv_functions(self) -> dict[int, dispatch.Recv]:
         return self._node.functions(self._ctx)[1]
 
     def __repr__(self) -> str:
@@ -147,17 +149,19 @@ def _get_debug_info() -> dict[str, int]:
     return current.current_node().debug_info()
 
 
-def get_gradients(context_id: int) -> dict[Tensor, Tensor]:
+def get_gradients(context_id: int) -> dict[Any, Any]:
     """This worker's leaves and their gradients accumulated in the context (never in
-    ``.grad``)."""
+    ``.grad``): protoref's scalar tensors, or torch tensors keyed by the worker's own torch
+    leaves."""
     return current.current_node().gradients(_id(context_id, "get_gradients"))
 
 
-def backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool = False) -> None:
-    """Run the distributed backward pass from ``roots`` (scalars) in context ``context_id``;
+def backward(context_id: int, roots: Sequence[Any], retain_graph: bool = False) -> None:
+    """Run the distributed backward pass from ``roots`` (scalar tensors: protoref's, or torch
+    tensors of one element, differentiated by torch's autograd) in context ``context_id``;
     returns once every worker's part of it is over; errors are ``RuntimeError``, prefixed
     "Error on Node k:" where they arose."""
-    if isinstance(roots, Tensor) or not isinstance(roots, Sequence):
+    if isinstance(roots, Tensor) or is_torch_tensor(roots) or not isinstance(roots, Sequence):
         raise TypeError(
             "backward(): incompatible function arguments. The following argument types are "
             "supported:\n    1. (contextId: int, roots: collections.abc.Sequence[Tensor], "
@@ -168,13 +172,7 @@ def backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool = Fals
     node.late_call(ctx)
     if not roots:
         raise RuntimeError("No tensors provided for gradient computation.")
-    for root in roots:
-        if not isinstance(root, Tensor):
-            raise TypeError(f"backward(): roots are tensors, got {type(root).__name__}")
-        if not root.requires_grad:
-            raise RuntimeError("requires_grad not set on root")
-        if root.grad_fn is None:
-            raise RuntimeError(f"{root!r} does not have a valid gradient function.")
+    dispatch.check_roots(roots)
     node.backward(ctx, list(roots), bool(retain_graph))
 
 

@@ -9,9 +9,11 @@ itself), live here, one :class:`ContextData` per context the container holds, er
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from protoref.autograd.core.ids import AutogradId
 from protoref.autograd.runtime.engine import Node, RecvRpcBackward, SendRpcBackward, Tensor
+from protoref.autograd.runtime.torch_engine import TorchRecv, TorchSend
 
 __all__ = ["ContextData"]
 
@@ -21,10 +23,11 @@ class ContextData:
     """The engine's side of context ``ctx`` on one worker."""
 
     ctx: AutogradId
-    sends: dict[AutogradId, SendRpcBackward] = field(default_factory=dict)
-    recvs: dict[AutogradId, RecvRpcBackward] = field(default_factory=dict)
-    #: Leaf -> its accumulated gradient (identity keys, as torch's are).
-    grads: dict[Tensor, float] = field(default_factory=dict)
+    sends: dict[AutogradId, SendRpcBackward | TorchSend] = field(default_factory=dict)
+    recvs: dict[AutogradId, RecvRpcBackward | TorchRecv] = field(default_factory=dict)
+    #: Leaf -> its accumulated gradient (identity keys, as torch's are): a float for a scalar
+    #: leaf, a torch tensor for a torch leaf.
+    grads: dict[Any, Any] = field(default_factory=dict)
     #: The backward pass this worker is in (1 for the first), and whether it retains the graph.
     pass_no: int = 0
     retain_graph: bool = False
@@ -45,12 +48,16 @@ class ContextData:
             node.release()
         self.ran.clear()
 
-    def accumulate(self, leaf: Tensor, grad: float) -> None:
-        self.grads[leaf] = self.grads.get(leaf, 0.0) + grad
+    def accumulate(self, leaf: Any, grad: Any) -> None:
+        prev = self.grads.get(leaf)
+        self.grads[leaf] = grad if prev is None else prev + grad
 
-    def gradients(self) -> dict[Tensor, Tensor]:
-        """``get_gradients``: leaf -> a new tensor holding its accumulated gradient."""
-        return {leaf: Tensor(g) for leaf, g in self.grads.items()}
+    def gradients(self) -> dict[Any, Any]:
+        """``get_gradients``: leaf -> its accumulated gradient (a new scalar tensor, or the
+        torch tensor the context holds, as torch's ``accumulatedGrads_`` gives it)."""
+        return {
+            leaf: Tensor(g) if isinstance(g, float | int) else g for leaf, g in self.grads.items()
+        }
 
     def new_pass(self, pass_no: int, retain_graph: bool) -> None:
         """Start pass ``pass_no``: recv functions start from zero again; leaves keep theirs
@@ -60,4 +67,4 @@ class ContextData:
         self.retain_graph = retain_graph
         self.error = ""
         for recv in self.recvs.values():
-            recv.grads = [0.0] * len(recv.grads)
+            recv.reset()

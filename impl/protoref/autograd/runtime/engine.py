@@ -173,6 +173,10 @@ class RecvRpcBackward:
         self.grads = [0.0] * count
         self.outputs = [RecvOutput(self, i) for i in range(count)]
 
+    def reset(self) -> None:
+        """A new pass: the gradients start from zero again."""
+        self.grads = [0.0] * len(self.grads)
+
 
 class RecvOutput(Node):
     """Output ``index`` of a :class:`RecvRpcBackward`: the ``grad_fn`` of one received tensor;

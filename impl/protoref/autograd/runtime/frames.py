@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic import ConfigDict, Field, JsonValue, TypeAdapter
 
 from protoref.autograd.core.events import Msg
 from protoref.rpc.frames import Seq, register
@@ -55,13 +55,22 @@ class AutogradFrame(FrozenModel):
     msg: Msg
     stamp: int = Field(ge=0)
     grads: tuple[float, ...] = Field(default=(), max_length=MAX_GRADS)
+    #: The gradients as torch tensors (the tensor codec's JSON: dtype, shape, bytes; never
+    #: pickled), for a pass over torch tensors; then ``grads`` is empty.
+    tensors: tuple[dict[str, JsonValue], ...] = Field(default=(), max_length=MAX_GRADS)
     pass_no: int = Field(default=1, ge=1)
     retain_graph: bool = False
     error: str = Field(default="", max_length=4096)
 
 
 def control_frame(  # noqa: PLR0917 - the frame's fields, in order
-    msg: Msg, stamp: int, grads: tuple[float, ...], pass_no: int, retain_graph: bool, error: str
+    msg: Msg,
+    stamp: int,
+    grads: tuple[float, ...],
+    pass_no: int,
+    retain_graph: bool,
+    error: str,
+    tensors: tuple[dict[str, JsonValue], ...] = (),
 ) -> AutogradFrame:
     """An :class:`AutogradFrame` built without validation (the sender's own values; the
     receiver validates every frame in full)."""
@@ -70,6 +79,7 @@ def control_frame(  # noqa: PLR0917 - the frame's fields, in order
         "msg": msg,
         "stamp": stamp,
         "grads": grads,
+        "tensors": tensors,
         "pass_no": pass_no,
         "retain_graph": retain_graph,
         "error": error,

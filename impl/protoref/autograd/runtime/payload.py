@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from protoref.autograd.runtime.engine import Tensor
+from protoref.autograd.runtime.torch_engine import is_tensor
 
 __all__ = ["TensorCodec", "grad_tensors", "tensors_in"]
 
@@ -25,9 +26,10 @@ __all__ = ["TensorCodec", "grad_tensors", "tensors_in"]
 _MAX_DEPTH = 64
 
 
-def tensors_in(value: object, _depth: int = 0) -> Iterator[Tensor]:
-    """Every :class:`Tensor` in ``value`` (lists, tuples, dict values), in encoding order."""
-    if isinstance(value, Tensor):
+def tensors_in(value: object, _depth: int = 0) -> Iterator[Any]:
+    """Every :class:`Tensor` or torch tensor in ``value`` (lists, tuples, dict values), in
+    encoding order."""
+    if isinstance(value, Tensor) or is_tensor(value):
         yield value
     elif _depth < _MAX_DEPTH:
         if isinstance(value, list | tuple):
@@ -38,7 +40,7 @@ def tensors_in(value: object, _depth: int = 0) -> Iterator[Tensor]:
                 yield from tensors_in(v, _depth + 1)
 
 
-def grad_tensors(value: object) -> list[Tensor]:
+def grad_tensors(value: object) -> list[Any]:
     """The tensors of ``value`` that require grad: those a message's send function feeds."""
     return [t for t in tensors_in(value) if t.requires_grad]
 

@@ -27,6 +27,7 @@ from protoref.autograd.runtime.frames import Autograd, AutogradFrame, AutogradMe
 from protoref.autograd.runtime.node import AutogradNode, Refused, Wrapped
 from protoref.autograd.runtime.payload import TensorCodec
 from protoref.autograd.runtime.rref_backward import rref_backward
+from protoref.autograd.runtime.serial import Serial
 from protoref.rpc import current
 from protoref.rpc import frames as fr
 from protoref.rpc.agent import Agent
@@ -109,8 +110,8 @@ class _Transport:
         plugin = self.plugin
         agent = plugin.agent
         name = agent.peers.name_of_rank(dst)
-        if dst == agent.rank:  # to itself: after this step, on the loop (as the core's messages)
-            agent.queue.handoff(plugin.autograd.on_frame, frame)
+        if dst == agent.rank:  # to itself: after this step, on the frames' thread
+            plugin.serial.submit(plugin.autograd.on_frame, frame)
             return
         try:
             agent.send_frame(name, Autograd, body=frame)
@@ -131,6 +132,9 @@ class AutogradPlugin(BasePlugin):
         super().__init__()
         self.agent = agent
         self.autograd = AutogradNode(agent.rank, _Transport(self))
+        #: Control frames run here, in arrival order, not on the loop (a local pass may be
+        #: torch's autograd: issue 26 §1).
+        self.serial = Serial(f"{agent.name}-autograd")
         self.codecs.append(TensorCodec())  # protoref's scalar tensors in payloads
         self.handlers[Autograd] = self._on_frame
         self.call_hook = self
@@ -151,6 +155,7 @@ class AutogradPlugin(BasePlugin):
         self.autograd.sink = sink
 
     def close(self) -> None:
+        self.serial.close()
         self.autograd.sink.close()
 
     def peer_dead(self, peer: str, error: BaseException) -> None:
@@ -159,7 +164,7 @@ class AutogradPlugin(BasePlugin):
         super().peer_dead(peer, error)
         rank = self.agent.ranks.get(peer)
         if rank is not None:
-            self.autograd.peer_died(rank, peer)
+            self.serial.submit(self.autograd.peer_died, rank, peer)
 
     def _on_frame(self, link: Link, frame: Autograd) -> None:
         """A cleanup or backward-pass message from the link's peer (on the loop thread)."""
@@ -169,10 +174,16 @@ class AutogradPlugin(BasePlugin):
                 "%s: autograd frame %s arrived on %s's link: dropped", self.agent.name, msg, peer
             )
             return
+        # only a gradient request runs a local pass (torch's autograd, maybe long): the others
+        # run here when nothing before them waits on the frames' thread
+        self.serial.run(msg.type != "BWD_REQ", self._deliver, frame.body)
+
+    def _deliver(self, body: AutogradFrame) -> None:
+        """A control frame, on the frames' thread."""
         try:
-            self.autograd.on_frame(frame.body)
+            self.autograd.on_frame(body)
         except Exception as err:
-            log.warning("%s: autograd frame %s refused: %s", self.agent.name, msg, err)
+            log.warning("%s: autograd frame %s refused: %s", self.agent.name, body.msg, err)
 
     # ------------------------------------------------------------------ the call hook: caller
 

@@ -16,11 +16,16 @@ from typing import Any
 from protoref.autograd.core.ids import from_int
 from protoref.autograd.runtime import api, current
 from protoref.autograd.runtime.engine import Tensor, run_local
+from protoref.autograd.runtime.torch_engine import is_tensor
 
 __all__ = ["rref_backward"]
 
 
-def _root(value: Any) -> Tensor:
+def _root(value: Any) -> Any:
+    if is_tensor(value):  # a torch tensor: torch's checks, in dist_autograd.backward's words
+        if not value.requires_grad or value.grad_fn is None:
+            raise RuntimeError("the RRef's value does not require grad or has no grad_fn")
+        return value
     if not isinstance(value, Tensor):
         raise RuntimeError(
             f"RRef.backward needs a scalar tensor as the RRef's value, not {type(value).__name__}"
@@ -38,6 +43,9 @@ def rref_backward(rref: Any, context_id: int, retain_graph: bool) -> None:
                 "RRef's owner"
             )
         root = _root(rref.local_value())
+        if is_tensor(root):  # torch's own local pass: gradients in .grad
+            root.backward(retain_graph=retain_graph)
+            return
 
         def to_grad(leaf: Tensor, g: float) -> None:
             leaf.grad = Tensor(g if leaf.grad is None else float(leaf.grad) + g)

@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from protoref.ids import GloballyUniqueId, WorkerId
 from protoref.rpc.current import WorkerInfo, current_worker
 from protoref.rpc.errors import RPCError
+from protoref.rpc.futures import as_torch_future
 from protoref.rref.runtime.proxy import RRefProxy
 
 __all__ = ["RRef", "Worker", "WorkerInfo", "worker_calls"]
@@ -156,7 +157,9 @@ class RRef(Generic[T]):
 
     def _proxy(self, mode: str, timeout: float) -> RRefProxy:
         def call(mode: str, method: str, args: Any, kwargs: dict[str, Any]) -> Any:
-            return self._agent.proxy_call(self, mode, method, args, kwargs, timeout=timeout)
+            out = self._agent.proxy_call(self, mode, method, args, kwargs, timeout=timeout)
+            # as rpc.rpc_async's: a torch future when torch is loaded (torch.futures.wait_all)
+            return as_torch_future(out) if mode == "async" else out
 
         return RRefProxy(call, mode)
 
