@@ -190,6 +190,18 @@ NoHorizon == <<0, {}>>
 \* acknowledgements), "ackErrors" (an acknowledgement carries its subtree's
 \* outcome).
 EchoPart(f) == BackwardMode = "Echo" /\ f \notin RefAblations
+\* The shapes real programs take beyond the spec's first rounds (issue 26
+\* section 4; docs/divergences.md 64 lists them): definitions a model, or a
+\* trace's header, overrides in its cfg (`ForwardAfterPass = TRUE`), FALSE by
+\* default so that the models without them keep their state spaces.
+\*  ForwardAfterPass  (a) the block's thread calls again once its pass is over
+\*                    (a DistributedOptimizer.step inside the block);
+\*  StoredValues      (b) a UDF returns a value an earlier request of the
+\*                    context stored on its worker (`remote`, then `to_here`);
+\*  UdfErrors         (c) a UDF raises by itself (no nested call failed).
+ForwardAfterPass == FALSE
+StoredValues == FALSE
+UdfErrors == FALSE
 
 CtxIds == UNION {{<<w, n>> : n \in 0..(MaxCtx[w] - 1)} : w \in Workers}
 MsgIds == UNION {{<<w, n>> : n \in 0..(MaxMsg[w] - 1)} : w \in Workers}
@@ -237,6 +249,10 @@ PassOf(w, c) == IF Task(w, c) = {} THEN 0 ELSE (CHOOSE e \in Task(w, c) : TRUE)[
 HandlersOf(w, c) == {h \in handlers : h.w = w /\ h.ctx = c}
 IsRoot(w, c) == <<c, RootFn>> \in execd[w]
 RootRunning(w, c) == Running(w, c) /\ IsRoot(w, c)
+\* (a) The block's thread may call again under c once c's pass on w is over
+\* (ForwardAfterPass): a DistributedOptimizer.step, or any RPC after backward
+\* returned.  Never while a pass runs here (the thread is in backward).
+AfterPass(w, c) == ForwardAfterPass /\ Started(w, c) /\ ~Running(w, c)
 \* The passes of c its creator has finished (one result per backward call).
 Finished(c) == {e \in results : e[1] = c}
 
@@ -416,6 +432,7 @@ SendMessageWithAutograd(w, t, dst, grad) ==
     /\ cur[w][t] # None
     /\ cur[w][t] \in ctxs[w]                  \* currentContext() finds it
     /\ ~Started(w, cur[w][t])                 \* forward before the backward passes
+       \/ AfterPass(w, cur[w][t])             \* ... or once they are over (ForwardAfterPass)
     /\ CanDraw(w, nextMsg[w], MaxMsg[w])
     /\ LET c == cur[w][t]
            m == DrawId(w, nextMsg[w], MaxMsg[w])
@@ -465,6 +482,38 @@ NestedSendMessageWithAutograd(w, h, dst, grad, await) ==
           /\ detached' = IF await THEN detached
                          ELSE [detached EXCEPT ![w] = @ \cup {<<c, m>>}]
     /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, tomb, released, late, alive, bwdVars>>
+
+(* (b) The UDF of handler h reads a value an earlier request of its context  *)
+(* stored on this worker: `rpc.remote` keeps its UDF's result in the        *)
+(* owner's RRef (OwnerRRef::setValue) and a later `to_here` (or a call      *)
+(* taking the RRef, `rref.local_value()`) returns it, so this handler's     *)
+(* result, and what it sends on, depend on the recv functions that value    *)
+(* reached: the remote request's own, or its nested answers'.  Its inputs   *)
+(* (nr: what FinishForwardAutogradReq and NestedSendMessageWithAutograd     *)
+(* feed the new send function from) gain r, so the gradient of the fetched  *)
+(* value flows back through the request that stored it (StoredValues).      *)
+FetchStoredValue(w, h, r) ==
+    /\ StoredValues
+    /\ alive[w]
+    /\ h \in handlers /\ h.w = w /\ h.wait = None /\ ~h.err
+    /\ h.ctx \in ctxs[w]
+    /\ r \in RecvsOf(w, h.ctx) /\ r.mid # h.req /\ r.mid \notin h.nr
+    /\ handlers' = (handlers \ {h}) \cup {[h EXCEPT !.nr = @ \cup {r.mid}]}
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, pending, detached, net,
+                   tomb, released, late, alive, bwdVars>>
+
+(* (c) The UDF of handler h raises by itself (a user exception; no nested   *)
+(* call failed): processForwardAutogradReq's continuation answers with the  *)
+(* error (FinishForwardAutogradReq, the handler marked failed, as a failed  *)
+(* nested call marks it), and the caller's future fails.  A UDF that has    *)
+(* raised calls nothing more (UdfErrors).                                   *)
+UdfRaises(w, h) ==
+    /\ UdfErrors
+    /\ alive[w]
+    /\ h \in handlers /\ h.w = w /\ h.wait = None /\ ~h.err
+    /\ handlers' = (handlers \ {h}) \cup {[h EXCEPT !.err = TRUE]}
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, pending, detached, net,
+                   tomb, released, late, alive, bwdVars>>
 
 (* `with` exits on thread t: _release_context(id) ->                        *)
 (* DistAutogradContainer::releaseContext (context/container.cpp): the id    *)
@@ -736,6 +785,12 @@ DeserializeForwardAutogradResp(w, msg, loss) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "FWD_RESP" /\ msg.dst = w
     /\ loss \in LossChoices
+    \* (a) An answer the application receives once a pass of c has started on w
+    \* is one to a call made after the pass (DistEngineExecute waits for every
+    \* answer): the loss of the passes already run cannot use it, so its recv
+    \* function is not the root's (the graph those passes had to reach, which
+    \* GradientExactlyOnceInv recomputes from the current graph, stays theirs).
+    /\ (AppWaits(w, msg.ctx, msg.req) /\ Started(w, msg.ctx)) => ~loss
     /\ LET c == msg.ctx
            drop == Refused(w, c)
            app == AppWaits(w, c, msg.req)
@@ -1079,6 +1134,8 @@ AppNext ==
     \/ \E w \in Workers : \E t \in Threads : ReleaseContext(w, t)
     \/ \E w \in Workers : \E t \in Threads : \E r \in BOOLEAN : DistEngineExecute(w, t, r)
     \/ \E w \in Workers : \E c \in CtxIds : RetrieveContext(w, c)
+    \/ \E h \in handlers : \E r \in recvs[h.w] : FetchStoredValue(h.w, h, r)
+    \/ \E h \in handlers : UdfRaises(h.w, h)
 
 FaultNext ==
     \/ \E m \in net : RetryCleanup(m)

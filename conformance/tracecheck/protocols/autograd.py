@@ -82,6 +82,8 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ReleaseContext": (("w", "t"), (*_ERASE, "cur")),
     "DistEngineExecute": (("w", "t", "retain"), (*_TASK, "grads")),
     "RetrieveContext": (("w", "c"), ()),
+    "FetchStoredValue": (("w", "h", "r"), ("handlers",)),
+    "UdfRaises": (("w", "h"), ("handlers",)),
     "RetryCleanup": (("m",), ()),
     "LoseCleanupMsg": (("m",), ()),
     "Crash": (
@@ -142,6 +144,10 @@ _SETTINGS = (
     "ErrorWorkers",
     "LateCalls",
     "UncheckedIds",
+    # the shapes of real programs (issue 26 s4): definitions of the spec (default FALSE)
+    "ForwardAfterPass",
+    "StoredValues",
+    "UdfErrors",
 )
 
 
@@ -183,8 +189,14 @@ AUTOGRAD = ProtocolMap(
     protocol="autograd",
     module="DistAutograd",
     constants={name: f"{{settings[{name}]}}" for name in _SETTINGS},
-    # a trace from before the horizons (issue 28) says nothing of them: tombstones as a set
-    setting_defaults={"Horizon": False},
+    # a trace from before the horizons (issue 28) says nothing of them: tombstones as a set;
+    # one from before issue 26 s4 nothing of the programs' shapes: the spec's first rounds
+    setting_defaults={
+        "Horizon": False,
+        "ForwardAfterPass": False,
+        "StoredValues": False,
+        "UdfErrors": False,
+    },
     derive=_budgets,
     actions=tuple(
         ActionMap(

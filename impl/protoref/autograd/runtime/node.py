@@ -442,6 +442,7 @@ class AutogradNode:
             if guard is not None:
                 h = self._handler(guard)
                 extra = reachable_recvs(tensors, h.ctx)
+                h = self._fetch_stored(h, extra)
                 step = self._step(
                     fw.nested_send_message_with_autograd, self._ctn, h, dst, grad, True, extra
                 )
@@ -476,7 +477,10 @@ class AutogradNode:
                 self._commit(Step(self._ctn, (), a.DiscardArgs.of(msg=msg)), stamp)
                 return
             if msg.type == "FWD_RESP":
-                step = self._step(fw.deserialize_forward_autograd_resp, self._ctn, msg, True)
+                # an answer to a call after the context's pass misses that pass's loss (the
+                # spec's ForwardAfterPass); any other may feed it (divergence 65)
+                after = (msg.ctx, msg.req) in self._ctn.pending and self._ctn.started(msg.ctx)
+                step = self._step(fw.deserialize_forward_autograd_resp, self._ctn, msg, not after)
                 if msg.mid is not None and any(
                     r.mid == msg.mid for r in step.state.recvs_of(msg.ctx)
                 ):
@@ -533,6 +537,9 @@ class AutogradNode:
             h = self._handler(key)
             tensors = [] if raised else grad_tensors(result)
             extra = reachable_recvs(tensors, h.ctx)
+            if raised and not h.err:  # the UDF itself raised: UdfRaises, then the error answer
+                h = self._udf_raised(h)
+            h = self._fetch_stored(h, extra)
             step = fw.finish_forward_autograd_req(self._ctn, h, bool(tensors), extra, raised=raised)
             (answer,) = step.sent
             lamport = self._commit(step)
@@ -540,6 +547,24 @@ class AutogradNode:
                 self._data_of(h.ctx).sends[answer.mid] = SendRpcBackward(h.ctx, answer.mid, tensors)
             self._progress()  # a cleanup may have waited for this handler
             return AutogradMeta.of(answer, lamport)
+
+    def _fetch_stored(self, h: Handler, extra: frozenset[AutogradId]) -> Handler:
+        """``FetchStoredValue`` for each recv function the handler's outgoing tensors reach
+        beyond its request's and its nested answers' (a value an earlier request stored here:
+        ``remote``, then ``to_here``); the handler as it is then. Under the lock."""
+        known = h.nr | ({h.req} if h.grad else set())
+        for mid in sorted(extra - known):
+            r = next((x for x in self._ctn.recvs_of(h.ctx) if x.mid == mid), None)
+            if r is None or mid == h.req:
+                continue  # not a recv function of this worker's context: the spec's formula
+            self._commit(self._step(fw.fetch_stored_value, self._ctn, h, r))
+            h = self._handler((h.ctx, h.req))
+        return h
+
+    def _udf_raised(self, h: Handler) -> Handler:
+        """``UdfRaises``: the handler's UDF raised by itself. Under the lock."""
+        self._commit(self._step(fw.udf_raises, self._ctn, h))
+        return self._handler((h.ctx, h.req))
 
     # ------------------------------------------------------------------ control frames
 

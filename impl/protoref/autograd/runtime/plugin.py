@@ -86,6 +86,11 @@ def autograd_header(ranks: list[int]) -> TraceHeader:
         "ErrorWorkers": tla_set(workers),
         "LateCalls": True,
         "UncheckedIds": tla_set([]),
+        # the shapes of real programs (issue 26 s4): a call after a pass, a value one request
+        # stored and another returned, a UDF that raises by itself
+        "ForwardAfterPass": True,
+        "StoredValues": True,
+        "UdfErrors": True,
         "driver": "runtime",
     }
     return TraceHeader(

@@ -28,6 +28,7 @@ __all__ = [
     "DeserializeResponseArgs",
     "DiscardArgs",
     "DistEngineExecuteArgs",
+    "FetchStoredValueArgs",
     "FinishForwardAutogradReqArgs",
     "LoseCleanupMsgArgs",
     "NestedSendMessageWithAutogradArgs",
@@ -46,6 +47,7 @@ __all__ = [
     "RetrieveContextArgs",
     "RetryCleanupArgs",
     "SendMessageWithAutogradArgs",
+    "UdfRaisesArgs",
 ]
 
 
@@ -213,6 +215,24 @@ class BackwardErrorArgs(_WC):
     action: ClassVar[str] = "BackwardError"
 
 
+class FetchStoredValueArgs(ActionArgs):
+    """The UDF of handler ``h`` returns (or sends on) a value an earlier request of its
+    context stored on ``w``, which reached recv function ``r`` (issue 26 s4b)."""
+
+    action: ClassVar[str] = "FetchStoredValue"
+    w: int
+    h: Handler
+    r: RecvFn
+
+
+class UdfRaisesArgs(ActionArgs):
+    """The UDF of handler ``h`` raised by itself (issue 26 s4c)."""
+
+    action: ClassVar[str] = "UdfRaises"
+    w: int
+    h: Handler
+
+
 class RecvRpcBackwardApplyArgs(ActionArgs):
     action: ClassVar[str] = "RecvRpcBackwardApply"
     w: int
@@ -229,6 +249,8 @@ ARGS_MODELS: Final[tuple[type[ActionArgs], ...]] = (
     ReleaseContextArgs,
     DistEngineExecuteArgs,
     RetrieveContextArgs,
+    FetchStoredValueArgs,
+    UdfRaisesArgs,
     RetryCleanupArgs,
     LoseCleanupMsgArgs,
     CrashArgs,

@@ -193,6 +193,12 @@ class CrashPost(_Task):
     grads: GradDelta
 
 
+class HandlersPost(_Post):
+    """A step of a running UDF that changes only its handler (FetchStoredValue, UdfRaises)."""
+
+    handlers: HandlerDelta
+
+
 class ProcessForwardAutogradReqPost(_Post):
     ctxs: IdDelta
     recvs: RecvDelta
@@ -268,6 +274,8 @@ _POSTS: Final[dict[str, type[_Post]]] = {
     "ReleaseContext": ReleaseContextPost,
     "DistEngineExecute": DistEngineExecutePost,
     "RetrieveContext": NoPost,
+    "FetchStoredValue": HandlersPost,
+    "UdfRaises": HandlersPost,
     "RetryCleanup": NoPost,
     "LoseCleanupMsg": NoPost,
     "Crash": CrashPost,
