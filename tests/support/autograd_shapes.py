@@ -20,3 +20,8 @@ def fire_and_return(x: Tensor, via: str) -> Tensor:
 
 def _times2(x: Tensor) -> Tensor:
     return x * 2
+
+
+def scale(w: object, x: Tensor) -> Tensor:
+    """A parameter server's forward: the parameter held in RRef ``w`` (local here) times x."""
+    return x * w.local_value()  # type: ignore[attr-defined]

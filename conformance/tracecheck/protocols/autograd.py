@@ -208,4 +208,10 @@ AUTOGRAD = ProtocolMap(
         for event, (params, post) in _TABLE.items()
     ),
     hidden={},
+    outside={
+        "UnawaitedRpcAsync": (
+            "unawaited rpc_async: a UDF returned, or called again, while its nested call was "
+            "unanswered (docs/divergences.md, 'The spec where real programs go')"
+        ),
+    },
 )

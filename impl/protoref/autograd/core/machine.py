@@ -32,6 +32,7 @@ from protoref.autograd.core.forward import (
     crash,
     deserialize_forward_autograd_resp,
     deserialize_response,
+    fetch_stored_value,
     finish_forward_autograd_req,
     nested_send_message_with_autograd,
     new_context,
@@ -43,6 +44,7 @@ from protoref.autograd.core.forward import (
     release_orphaned_context,
     retrieve_context,
     send_message_with_autograd,
+    udf_raises,
 )
 from protoref.autograd.core.network import crash_network, discard, retry_cleanup
 from protoref.autograd.core.transition import NotYetError, Step
@@ -62,6 +64,7 @@ __all__ = [
     "deserialize_response",
     "discard",
     "dist_engine_execute",
+    "fetch_stored_value",
     "finish_forward_autograd_req",
     "nested_send_message_with_autograd",
     "new_context",
@@ -81,6 +84,7 @@ __all__ = [
     "retrieve_context",
     "retry_cleanup",
     "send_message_with_autograd",
+    "udf_raises",
 ]
 
 
@@ -102,6 +106,8 @@ ACTION_TABLE: Final[tuple[Row, ...]] = tuple(
         ("ReleaseContext", release_context, ""),
         ("DistEngineExecute", dist_engine_execute, ""),
         ("RetrieveContext", retrieve_context, "the API's backward/get_gradients after release"),
+        ("FetchStoredValue", fetch_stored_value, "a UDF returns a value a request stored"),
+        ("UdfRaises", udf_raises, "the UDF raised by itself"),
         ("RetryCleanup", retry_cleanup, "the network's (a driver applies it)"),
         ("LoseCleanupMsg", None, "PyTorch only: the Reference retries until acknowledged"),
         ("Crash", crash, "with crash_network for the messages in flight"),

@@ -43,6 +43,7 @@ from protoref.autograd.runtime.engine import (
 )
 from protoref.autograd.runtime.frames import AutogradFrame, AutogradMeta, control_frame
 from protoref.autograd.runtime.payload import grad_tensors
+from protoref.autograd.trace.args import UnawaitedRpcAsyncArgs
 from protoref.autograd.trace.events import make_event
 from protoref.errors import ProtocolError
 from protoref.tracing import NodeClock, NullSink, TraceSink
@@ -441,6 +442,8 @@ class AutogradNode:
             grad = bool(tensors)
             if guard is not None:
                 h = self._handler(guard)
+                if h.wait is not None:  # an earlier rpc_async of this UDF is unanswered
+                    self._unawaited(h)
                 extra = reachable_recvs(tensors, h.ctx)
                 h = self._fetch_stored(h, extra)
                 step = self._step(
@@ -535,6 +538,9 @@ class AutogradNode:
         """The UDF returned (or raised): the answer, wrapped if its tensors require grad."""
         with self._lock:
             h = self._handler(key)
+            if h.wait is not None:  # the UDF returned with its rpc_async unanswered
+                h = self._unawaited(h)
+                raised = True
             tensors = [] if raised else grad_tensors(result)
             extra = reachable_recvs(tensors, h.ctx)
             if raised and not h.err:  # the UDF itself raised: UdfRaises, then the error answer
@@ -560,6 +566,19 @@ class AutogradNode:
             self._commit(self._step(fw.fetch_stored_value, self._ctn, h, r))
             h = self._handler((h.ctx, h.req))
         return h
+
+    def _unawaited(self, h: Handler) -> Handler:
+        """The UDF of ``h`` left a nested call unawaited (``h.wait`` still unanswered): logged
+        as the shape it is, outside the spec (every nested call was logged as awaited); the
+        handler stops waiting and fails, so its answer is an error rather than no answer at
+        all. Under the lock."""
+        if self.sink.enabled:
+            args = UnawaitedRpcAsyncArgs.of(w=self.rank, h=h)
+            seq, lamport = self._clock.local()
+            self.sink.emit(make_event(args, self.node_name, seq, lamport, self._ctn, self._ctn))
+        failed = h.evolve(wait=None, err=True)
+        self._ctn = self._ctn.evolve(handlers=(self._ctn.handlers - {h}) | {failed})
+        return failed
 
     def _udf_raised(self, h: Handler) -> Handler:
         """``UdfRaises``: the handler's UDF raised by itself. Under the lock."""

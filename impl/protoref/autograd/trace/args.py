@@ -48,6 +48,7 @@ __all__ = [
     "RetryCleanupArgs",
     "SendMessageWithAutogradArgs",
     "UdfRaisesArgs",
+    "UnawaitedRpcAsyncArgs",
 ]
 
 
@@ -229,6 +230,17 @@ class UdfRaisesArgs(ActionArgs):
     """The UDF of handler ``h`` raised by itself (issue 26 s4c)."""
 
     action: ClassVar[str] = "UdfRaises"
+    w: int
+    h: Handler
+
+
+class UnawaitedRpcAsyncArgs(ActionArgs):
+    """Not a spec action: the UDF of handler ``h`` returned, or called again, while its
+    nested call ``h.wait`` was still unanswered (an ``rpc_async`` it never waited for). The
+    runtime logs every nested call as awaited (it cannot tell at the call whether the UDF
+    will wait), so this shape is outside the spec on purpose and the checker says so here."""
+
+    action: ClassVar[str] = "UnawaitedRpcAsync"
     w: int
     h: Handler
 
