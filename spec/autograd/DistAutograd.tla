@@ -198,10 +198,13 @@ EchoPart(f) == BackwardMode = "Echo" /\ f \notin RefAblations
 \*                    (a DistributedOptimizer.step inside the block);
 \*  StoredValues      (b) a UDF returns a value an earlier request of the
 \*                    context stored on its worker (`remote`, then `to_here`);
-\*  UdfErrors         (c) a UDF raises by itself (no nested call failed).
+\*  UdfErrors         (c) a UDF raises by itself (no nested call failed);
+\*  ReportedDeaths    (e) a worker's death is taken when a survivor reports it
+\*                    (PeerDied: a dead worker logs nothing).
 ForwardAfterPass == FALSE
 StoredValues == FALSE
 UdfErrors == FALSE
+ReportedDeaths == FALSE
 
 CtxIds == UNION {{<<w, n>> : n \in 0..(MaxCtx[w] - 1)} : w \in Workers}
 MsgIds == UNION {{<<w, n>> : n \in 0..(MaxMsg[w] - 1)} : w \in Workers}
@@ -669,6 +672,21 @@ Crash(w) ==
     /\ parent' = [parent EXCEPT ![w] = {}]
     /\ echoWait' = [echoWait EXCEPT ![w] = {}]
     /\ UNCHANGED <<nextCtx, nextMsg, tomb, released, late, results, freed>>
+
+(* (e) Survivor w's failure detector reports worker x dead (the RPC agent   *)
+(* declares a peer dead once its connections closed: Detect).  A dead       *)
+(* worker logs nothing, so a run's trace shows its death only through the   *)
+(* survivors' reports (ReportedDeaths): the first report is x's Crash (what *)
+(* Crash(x) does to the network and to x's state happens then, from the     *)
+(* trace's point of view), a later one changes nothing.  What each survivor *)
+(* does about the death is the spec's own steps that follow Crash(x): the   *)
+(* failed answers it takes (ProcessBackwardAck, PollTimeoutRpcs), the       *)
+(* orphans it releases (ReleaseOrphanedContext).                            *)
+PeerDied(w, x) ==
+    /\ ReportedDeaths /\ Detect
+    /\ x \in CrashWorkers /\ x # w
+    /\ alive[w]
+    /\ IF alive[x] THEN Crash(x) ELSE UNCHANGED vars
 
 (* c's graph task on w fails: FAST and Drain end it (DistEngine's error    *)
 (* path: cleanupBackwardPass, the waiting requests answered with the error, *)
@@ -1141,6 +1159,7 @@ FaultNext ==
     \/ \E m \in net : RetryCleanup(m)
     \/ \E m \in net : LoseCleanupMsg(m)
     \/ \E w \in CrashWorkers : Crash(w)
+    \/ \E w \in Workers : \E x \in CrashWorkers : PeerDied(w, x)
     \/ \E w \in ErrorWorkers : \E c \in ctxs[w] : BackwardError(w, c)
 
 \* Message m is taken from the network by its handler, or a callback runs.

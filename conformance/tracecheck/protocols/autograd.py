@@ -90,6 +90,8 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("w",),
         (*_TASK, "alive", "ctxs", "cur", "known", "sends", "recvs", *_FUTURES, "grads"),
     ),
+    # logged by the survivor w: x's Crash changes no variable of w's slice
+    "PeerDied": (("w", "x"), ()),
     "BackwardError": (("w", "c"), _FAIL),
     "ProcessForwardAutogradReq": (_MSG, ("ctxs", "recvs", "handlers")),
     "FinishForwardAutogradReq": (
@@ -148,6 +150,7 @@ _SETTINGS = (
     "ForwardAfterPass",
     "StoredValues",
     "UdfErrors",
+    "ReportedDeaths",
 )
 
 
@@ -196,6 +199,7 @@ AUTOGRAD = ProtocolMap(
         "ForwardAfterPass": False,
         "StoredValues": False,
         "UdfErrors": False,
+        "ReportedDeaths": False,
     },
     derive=_budgets,
     actions=tuple(

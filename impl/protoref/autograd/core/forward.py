@@ -39,6 +39,7 @@ __all__ = [
     "nested_send_message_with_autograd",
     "new_context",
     "new_context_refused",
+    "peer_died",
     "poll_timeout_rpcs",
     "process_cleanup_autograd_context_req",
     "process_forward_autograd_req",
@@ -193,6 +194,18 @@ def _running_handler(ctn: Container, name: str, h: Handler) -> None:
         raise fail(ctn, name, f"no running handler {h.req} of context {h.ctx} here")
     if h.wait is not None or h.err:
         raise fail(ctn, name, f"handler {h.req} waits for a call or has failed")
+
+
+def peer_died(ctn: Container, x: int) -> Step:
+    """``PeerDied(w, x)``: this worker's failure detector reported worker ``x`` dead (a dead
+    worker logs nothing: the first report is its ``Crash`` in the trace). Changes nothing
+    here; what the survivor does about it are the steps that follow (the failed flood
+    acknowledgements, the orphans released)."""
+    name = "PeerDied"
+    alive(ctn, name)
+    if x == ctn.me:
+        raise fail(ctn, name, "a worker does not report its own death")
+    return Step(ctn, (), a.PeerDiedArgs.of(w=ctn.me, x=x))
 
 
 def fetch_stored_value(ctn: Container, h: Handler, r: RecvFn) -> Step:

@@ -283,6 +283,7 @@ class AutogradNode:
             if rank == self.rank or rank in self._dead:
                 return
             self._dead.add(rank)
+            self._commit(fw.peer_died(self._ctn, rank))
             for c, child in sorted(self._ctn.echo_wait):
                 if child != rank or not self._ctn.running(c):
                     continue

@@ -75,7 +75,8 @@ def autograd_header(ranks: list[int]) -> TraceHeader:
         "LateForward": True,
         "DupCleanup": True,
         "LoseCleanup": False,
-        "CrashWorkers": tla_set([]),
+        # any worker may die; the survivors report it (PeerDied), a dead worker logs nothing
+        "CrashWorkers": tla_set(workers),
         "Detect": True,
         "RpcTimeout": True,
         "Cascade": True,
@@ -91,6 +92,7 @@ def autograd_header(ranks: list[int]) -> TraceHeader:
         "ForwardAfterPass": True,
         "StoredValues": True,
         "UdfErrors": True,
+        "ReportedDeaths": True,
         "driver": "runtime",
     }
     return TraceHeader(
@@ -149,7 +151,9 @@ class AutogradPlugin(BasePlugin):
         """Write this worker's autograd trace to ``path``: every worker of a run writes the
         same header (DistAutograd.tla's constants for the Reference), so the logs merge."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        sink = JsonlSink(path)
+        # one write per line: a worker killed mid-run keeps every event it logged, each before
+        # what it sent (the survivors' traces take those messages: PeerDied)
+        sink = JsonlSink(path, buffer_bytes=1)
         sink.header(autograd_header(ranks))
         self.autograd.sink = sink
 

@@ -34,6 +34,7 @@ __all__ = [
     "NestedSendMessageWithAutogradArgs",
     "NewContextArgs",
     "NewContextRefusedArgs",
+    "PeerDiedArgs",
     "PollTimeoutRpcsArgs",
     "ProcessBackwardAckArgs",
     "ProcessBackwardAutogradReqArgs",
@@ -102,6 +103,13 @@ class DistEngineExecuteArgs(_WT):
 
 class CrashArgs(_W):
     action: ClassVar[str] = "Crash"
+
+
+class PeerDiedArgs(_W):
+    """Survivor ``w``'s failure detector reported worker ``x`` dead (issue 26 s4e)."""
+
+    action: ClassVar[str] = "PeerDied"
+    x: int
 
 
 class SendMessageWithAutogradArgs(_WT):
@@ -266,6 +274,7 @@ ARGS_MODELS: Final[tuple[type[ActionArgs], ...]] = (
     RetryCleanupArgs,
     LoseCleanupMsgArgs,
     CrashArgs,
+    PeerDiedArgs,
     BackwardErrorArgs,
     ProcessForwardAutogradReqArgs,
     FinishForwardAutogradReqArgs,

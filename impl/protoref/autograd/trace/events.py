@@ -279,6 +279,7 @@ _POSTS: Final[dict[str, type[_Post]]] = {
     "RetryCleanup": NoPost,
     "LoseCleanupMsg": NoPost,
     "Crash": CrashPost,
+    "PeerDied": NoPost,
     "BackwardError": BackwardErrorPost,
     "ProcessForwardAutogradReq": ProcessForwardAutogradReqPost,
     "FinishForwardAutogradReq": FinishForwardAutogradReqPost,
