@@ -280,6 +280,17 @@ RespGradChoices(h) ==
     THEN BOOLEAN ELSE {TRUE}
 \* Does the application's loss use a response's output?
 LossChoices == IF UnusedSends /\ BackwardMode # "off" THEN BOOLEAN ELSE {TRUE}
+\* (a) An answer the application receives once a pass of c has started on w
+\* is one to a call made after the pass (DistEngineExecute waits for every
+\* answer: ForwardAfterPass): the loss of the passes already run cannot use
+\* it, so its recv function is not the root's, whatever LossChoices says (the
+\* graph those passes had to reach, which GradientExactlyOnceInv recomputes
+\* from the current graph, stays theirs).  "passLoss" in RefAblations drops
+\* the rule, to show the invariant notices (MCDistAutograd_afterPassLoss).
+AnswerLossChoices(w, msg) ==
+    IF /\ <<msg.ctx, msg.req>> \in pending[w] /\ \E e \in bstate[w] : e[1] = msg.ctx
+       /\ "passLoss" \notin RefAblations
+    THEN {FALSE} ELSE LossChoices
 
 \* The ids a tombstone for c covers: c itself, or (Watermark) every id of
 \* c's creator up to c's (one number per creator: "every id below n is dead").
@@ -802,13 +813,7 @@ SomeoneWaits(w, c, rq) ==
 DeserializeForwardAutogradResp(w, msg, loss) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "FWD_RESP" /\ msg.dst = w
-    /\ loss \in LossChoices
-    \* (a) An answer the application receives once a pass of c has started on w
-    \* is one to a call made after the pass (DistEngineExecute waits for every
-    \* answer): the loss of the passes already run cannot use it, so its recv
-    \* function is not the root's (the graph those passes had to reach, which
-    \* GradientExactlyOnceInv recomputes from the current graph, stays theirs).
-    /\ (AppWaits(w, msg.ctx, msg.req) /\ Started(w, msg.ctx)) => ~loss
+    /\ loss \in AnswerLossChoices(w, msg)
     /\ LET c == msg.ctx
            drop == Refused(w, c)
            app == AppWaits(w, c, msg.req)
