@@ -190,6 +190,21 @@ NoHorizon == <<0, {}>>
 \* acknowledgements), "ackErrors" (an acknowledgement carries its subtree's
 \* outcome).
 EchoPart(f) == BackwardMode = "Echo" /\ f \notin RefAblations
+\* The shapes real programs take beyond the spec's first rounds (issue 26
+\* section 4; docs/divergences.md 64 lists them): definitions a model, or a
+\* trace's header, overrides in its cfg (`ForwardAfterPass = TRUE`), FALSE by
+\* default so that the models without them keep their state spaces.
+\*  ForwardAfterPass  (a) the block's thread calls again once its pass is over
+\*                    (a DistributedOptimizer.step inside the block);
+\*  StoredValues      (b) a UDF returns a value an earlier request of the
+\*                    context stored on its worker (`remote`, then `to_here`);
+\*  UdfErrors         (c) a UDF raises by itself (no nested call failed);
+\*  ReportedDeaths    (e) a worker's death is taken when a survivor reports it
+\*                    (PeerDied: a dead worker logs nothing).
+ForwardAfterPass == FALSE
+StoredValues == FALSE
+UdfErrors == FALSE
+ReportedDeaths == FALSE
 
 CtxIds == UNION {{<<w, n>> : n \in 0..(MaxCtx[w] - 1)} : w \in Workers}
 MsgIds == UNION {{<<w, n>> : n \in 0..(MaxMsg[w] - 1)} : w \in Workers}
@@ -237,6 +252,10 @@ PassOf(w, c) == IF Task(w, c) = {} THEN 0 ELSE (CHOOSE e \in Task(w, c) : TRUE)[
 HandlersOf(w, c) == {h \in handlers : h.w = w /\ h.ctx = c}
 IsRoot(w, c) == <<c, RootFn>> \in execd[w]
 RootRunning(w, c) == Running(w, c) /\ IsRoot(w, c)
+\* (a) The block's thread may call again under c once c's pass on w is over
+\* (ForwardAfterPass): a DistributedOptimizer.step, or any RPC after backward
+\* returned.  Never while a pass runs here (the thread is in backward).
+AfterPass(w, c) == ForwardAfterPass /\ Started(w, c) /\ ~Running(w, c)
 \* The passes of c its creator has finished (one result per backward call).
 Finished(c) == {e \in results : e[1] = c}
 
@@ -261,6 +280,17 @@ RespGradChoices(h) ==
     THEN BOOLEAN ELSE {TRUE}
 \* Does the application's loss use a response's output?
 LossChoices == IF UnusedSends /\ BackwardMode # "off" THEN BOOLEAN ELSE {TRUE}
+\* (a) An answer the application receives once a pass of c has started on w
+\* is one to a call made after the pass (DistEngineExecute waits for every
+\* answer: ForwardAfterPass): the loss of the passes already run cannot use
+\* it, so its recv function is not the root's, whatever LossChoices says (the
+\* graph those passes had to reach, which GradientExactlyOnceInv recomputes
+\* from the current graph, stays theirs).  "passLoss" in RefAblations drops
+\* the rule, to show the invariant notices (MCDistAutograd_afterPassLoss).
+AnswerLossChoices(w, msg) ==
+    IF /\ <<msg.ctx, msg.req>> \in pending[w] /\ \E e \in bstate[w] : e[1] = msg.ctx
+       /\ "passLoss" \notin RefAblations
+    THEN {FALSE} ELSE LossChoices
 
 \* The ids a tombstone for c covers: c itself, or (Watermark) every id of
 \* c's creator up to c's (one number per creator: "every id below n is dead").
@@ -416,6 +446,7 @@ SendMessageWithAutograd(w, t, dst, grad) ==
     /\ cur[w][t] # None
     /\ cur[w][t] \in ctxs[w]                  \* currentContext() finds it
     /\ ~Started(w, cur[w][t])                 \* forward before the backward passes
+       \/ AfterPass(w, cur[w][t])             \* ... or once they are over (ForwardAfterPass)
     /\ CanDraw(w, nextMsg[w], MaxMsg[w])
     /\ LET c == cur[w][t]
            m == DrawId(w, nextMsg[w], MaxMsg[w])
@@ -465,6 +496,38 @@ NestedSendMessageWithAutograd(w, h, dst, grad, await) ==
           /\ detached' = IF await THEN detached
                          ELSE [detached EXCEPT ![w] = @ \cup {<<c, m>>}]
     /\ UNCHANGED <<nextCtx, ctxs, cur, recvs, pending, tomb, released, late, alive, bwdVars>>
+
+(* (b) The UDF of handler h reads a value an earlier request of its context  *)
+(* stored on this worker: `rpc.remote` keeps its UDF's result in the        *)
+(* owner's RRef (OwnerRRef::setValue) and a later `to_here` (or a call      *)
+(* taking the RRef, `rref.local_value()`) returns it, so this handler's     *)
+(* result, and what it sends on, depend on the recv functions that value    *)
+(* reached: the remote request's own, or its nested answers'.  Its inputs   *)
+(* (nr: what FinishForwardAutogradReq and NestedSendMessageWithAutograd     *)
+(* feed the new send function from) gain r, so the gradient of the fetched  *)
+(* value flows back through the request that stored it (StoredValues).      *)
+FetchStoredValue(w, h, r) ==
+    /\ StoredValues
+    /\ alive[w]
+    /\ h \in handlers /\ h.w = w /\ h.wait = None /\ ~h.err
+    /\ h.ctx \in ctxs[w]
+    /\ r \in RecvsOf(w, h.ctx) /\ r.mid # h.req /\ r.mid \notin h.nr
+    /\ handlers' = (handlers \ {h}) \cup {[h EXCEPT !.nr = @ \cup {r.mid}]}
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, pending, detached, net,
+                   tomb, released, late, alive, bwdVars>>
+
+(* (c) The UDF of handler h raises by itself (a user exception; no nested   *)
+(* call failed): processForwardAutogradReq's continuation answers with the  *)
+(* error (FinishForwardAutogradReq, the handler marked failed, as a failed  *)
+(* nested call marks it), and the caller's future fails.  A UDF that has    *)
+(* raised calls nothing more (UdfErrors).                                   *)
+UdfRaises(w, h) ==
+    /\ UdfErrors
+    /\ alive[w]
+    /\ h \in handlers /\ h.w = w /\ h.wait = None /\ ~h.err
+    /\ handlers' = (handlers \ {h}) \cup {[h EXCEPT !.err = TRUE]}
+    /\ UNCHANGED <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, pending, detached, net,
+                   tomb, released, late, alive, bwdVars>>
 
 (* `with` exits on thread t: _release_context(id) ->                        *)
 (* DistAutogradContainer::releaseContext (context/container.cpp): the id    *)
@@ -621,6 +684,21 @@ Crash(w) ==
     /\ echoWait' = [echoWait EXCEPT ![w] = {}]
     /\ UNCHANGED <<nextCtx, nextMsg, tomb, released, late, results, freed>>
 
+(* (e) Survivor w's failure detector reports worker x dead (the RPC agent   *)
+(* declares a peer dead once its connections closed: Detect).  A dead       *)
+(* worker logs nothing, so a run's trace shows its death only through the   *)
+(* survivors' reports (ReportedDeaths): the first report is x's Crash (what *)
+(* Crash(x) does to the network and to x's state happens then, from the     *)
+(* trace's point of view), a later one changes nothing.  What each survivor *)
+(* does about the death is the spec's own steps that follow Crash(x): the   *)
+(* failed answers it takes (ProcessBackwardAck, PollTimeoutRpcs), the       *)
+(* orphans it releases (ReleaseOrphanedContext).                            *)
+PeerDied(w, x) ==
+    /\ ReportedDeaths /\ Detect
+    /\ x \in CrashWorkers /\ x # w
+    /\ alive[w]
+    /\ IF alive[x] THEN Crash(x) ELSE UNCHANGED vars
+
 (* c's graph task on w fails: FAST and Drain end it (DistEngine's error    *)
 (* path: cleanupBackwardPass, the waiting requests answered with the error, *)
 (* "Error on Node w: ..."; on the root backward raises); Echo marks it      *)
@@ -735,7 +813,7 @@ SomeoneWaits(w, c, rq) ==
 DeserializeForwardAutogradResp(w, msg, loss) ==
     /\ alive[w]
     /\ msg \in net /\ msg.type = "FWD_RESP" /\ msg.dst = w
-    /\ loss \in LossChoices
+    /\ loss \in AnswerLossChoices(w, msg)
     /\ LET c == msg.ctx
            drop == Refused(w, c)
            app == AppWaits(w, c, msg.req)
@@ -1079,11 +1157,14 @@ AppNext ==
     \/ \E w \in Workers : \E t \in Threads : ReleaseContext(w, t)
     \/ \E w \in Workers : \E t \in Threads : \E r \in BOOLEAN : DistEngineExecute(w, t, r)
     \/ \E w \in Workers : \E c \in CtxIds : RetrieveContext(w, c)
+    \/ \E h \in handlers : \E r \in recvs[h.w] : FetchStoredValue(h.w, h, r)
+    \/ \E h \in handlers : UdfRaises(h.w, h)
 
 FaultNext ==
     \/ \E m \in net : RetryCleanup(m)
     \/ \E m \in net : LoseCleanupMsg(m)
     \/ \E w \in CrashWorkers : Crash(w)
+    \/ \E w \in Workers : \E x \in CrashWorkers : PeerDied(w, x)
     \/ \E w \in ErrorWorkers : \E c \in ctxs[w] : BackwardError(w, c)
 
 \* Message m is taken from the network by its handler, or a callback runs.

@@ -31,7 +31,9 @@ def test_every_spec_action_is_mapped_with_the_specs_parameters() -> None:
 
 
 def test_every_implementation_event_carries_the_mapped_fields() -> None:
-    assert set(EVENT_MODELS) == {a.event for a in AUTOGRAD.actions}
+    # every event is a mapped action, or the marker of a shape left out (the mapping's outside)
+    assert set(EVENT_MODELS) == {a.event for a in AUTOGRAD.actions} | set(AUTOGRAD.outside)
+    assert not set(AUTOGRAD.outside) & {a.event for a in AUTOGRAD.actions}
     for args in ARGS_MODELS:
         row = AUTOGRAD.action(args.action)
         assert row is not None
@@ -49,7 +51,11 @@ def test_each_logged_variable_is_one_the_action_may_write() -> None:
     variables = {v for a in AUTOGRAD.actions for v in a.post}
     assert len(variables) == 20
     for variable in sorted(variables):
-        writers = spec_writers(SPEC, variable)
+        # PeerDied(w, x) writes through Crash(x) only the dead worker's slices (and net),
+        # which nobody logs after: the survivor w's own slice is unchanged, so it logs none
+        writers = spec_writers(SPEC, variable) - {"PeerDied"}
+        if "PeerDied" in spec_writers(SPEC, variable):
+            assert "Crash" in writers, variable
         logging = {a.event for a in AUTOGRAD.actions if variable in a.post}
         assert logging == writers, variable
 
@@ -66,13 +72,14 @@ def test_a_campaign_is_accepted_with_every_reference_action_exercised(tmp_path: 
     gaps = [row.action for row in coverage.actions if row.status == "gap"]
     assert gaps == []
     unexercised = {row.action for row in coverage.actions if row.events == 0}
-    assert unexercised == set(NOT_PRODUCED["autograd"]) == {"LoseCleanupMsg"}
+    assert unexercised == set(NOT_PRODUCED["autograd"])
+    assert unexercised == {"LoseCleanupMsg", "FetchStoredValue", "UdfRaises", "PeerDied"}
 
 
 def test_the_contract_lists_every_event(capsys: pytest.CaptureFixture[str]) -> None:
     assert tracecheck_main(["contract", "autograd", "--json"]) == 0
     contract = json.loads(capsys.readouterr().out)
     assert contract["module"] == "DistAutograd"
-    assert {e["event"] for e in contract["events"]} == set(EVENT_MODELS)
+    assert {e["event"] for e in contract["events"]} == set(EVENT_MODELS) - set(AUTOGRAD.outside)
     assert "Workers" in contract["settings"]
     assert contract["derived_constants"] is True

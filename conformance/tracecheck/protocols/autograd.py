@@ -82,12 +82,16 @@ _TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ReleaseContext": (("w", "t"), (*_ERASE, "cur")),
     "DistEngineExecute": (("w", "t", "retain"), (*_TASK, "grads")),
     "RetrieveContext": (("w", "c"), ()),
+    "FetchStoredValue": (("w", "h", "r"), ("handlers",)),
+    "UdfRaises": (("w", "h"), ("handlers",)),
     "RetryCleanup": (("m",), ()),
     "LoseCleanupMsg": (("m",), ()),
     "Crash": (
         ("w",),
         (*_TASK, "alive", "ctxs", "cur", "known", "sends", "recvs", *_FUTURES, "grads"),
     ),
+    # logged by the survivor w: x's Crash changes no variable of w's slice
+    "PeerDied": (("w", "x"), ()),
     "BackwardError": (("w", "c"), _FAIL),
     "ProcessForwardAutogradReq": (_MSG, ("ctxs", "recvs", "handlers")),
     "FinishForwardAutogradReq": (
@@ -142,6 +146,11 @@ _SETTINGS = (
     "ErrorWorkers",
     "LateCalls",
     "UncheckedIds",
+    # the shapes of real programs (issue 26 s4): definitions of the spec (default FALSE)
+    "ForwardAfterPass",
+    "StoredValues",
+    "UdfErrors",
+    "ReportedDeaths",
 )
 
 
@@ -183,8 +192,15 @@ AUTOGRAD = ProtocolMap(
     protocol="autograd",
     module="DistAutograd",
     constants={name: f"{{settings[{name}]}}" for name in _SETTINGS},
-    # a trace from before the horizons (issue 28) says nothing of them: tombstones as a set
-    setting_defaults={"Horizon": False},
+    # a trace from before the horizons (issue 28) says nothing of them: tombstones as a set;
+    # one from before issue 26 s4 nothing of the programs' shapes: the spec's first rounds
+    setting_defaults={
+        "Horizon": False,
+        "ForwardAfterPass": False,
+        "StoredValues": False,
+        "UdfErrors": False,
+        "ReportedDeaths": False,
+    },
     derive=_budgets,
     actions=tuple(
         ActionMap(
@@ -196,4 +212,10 @@ AUTOGRAD = ProtocolMap(
         for event, (params, post) in _TABLE.items()
     ),
     hidden={},
+    outside={
+        "UnawaitedRpcAsync": (
+            "unawaited rpc_async: a UDF returned, or called again, while its nested call was "
+            "unanswered (docs/divergences.md, 'The spec where real programs go')"
+        ),
+    },
 )

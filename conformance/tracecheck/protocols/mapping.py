@@ -89,6 +89,10 @@ class ProtocolMap(BaseModel):
     #: paragraph each; ``tracecheck contract`` prints them.
     notes: tuple[str, ...] = ()
     actions: tuple[ActionMap, ...]
+    #: Events that mark a shape the spec leaves out on purpose: event name -> the shape and
+    #: where it is written down. A trace is rejected at such an event, saying so ("outside the
+    #: spec: ..."), rather than at a later event no spec step explains.
+    outside: Mapping[str, str] = Field(default_factory=dict)
     #: Spec actions that are never logged, each with the reason.
     hidden: Mapping[str, str] = Field(default_factory=dict)
     #: Spec actions the trace spec may take between two events (unlogged steps the

@@ -36,7 +36,7 @@ __all__ = ["SENT_BY_VERSION", "Claim", "ClaimKind", "first_false_claim"]
 #: The schema version from which a step that takes a message carries ``sent_by``.
 SENT_BY_VERSION = 4
 
-ClaimKind = Literal["actor", "clock", "argument"]
+ClaimKind = Literal["actor", "clock", "argument", "outside"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,8 @@ def first_false_claim(trace: Trace, mapping: ProtocolMap) -> Claim | None:
     #: per node, the Lamport clocks of its events so far (the sends a receive may name)
     stamps: dict[str, set[int]] = {}
     for index, event in enumerate(trace.events, start=1):
+        if event.event in mapping.outside:  # a shape the spec leaves out on purpose
+            return Claim(index, "outside", f"outside the spec: {mapping.outside[event.event]}")
         action = actions.get(event.event)
         if action is None:  # the renderer names the unknown event (a format error)
             continue

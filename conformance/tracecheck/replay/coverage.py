@@ -46,6 +46,21 @@ NOT_PRODUCED: dict[str, dict[str, str]] = {
             'enabled only when Variant = "PyTorch" (a cleanup whose retries are exhausted); the '
             "Reference retries a cleanup until it is acknowledged, and campaigns simulate it"
         ),
+        "FetchStoredValue": (
+            "a shape of real programs (remote, then to_here: issue 26 s4) the simulator's "
+            "workload does not make (StoredValues is FALSE in its header); the runtime's traces "
+            "take it, tests/autograd/test_program_shapes.py"
+        ),
+        "PeerDied": (
+            "a survivor's report of a death (issue 26 s4e); the simulator logs the Crash step "
+            "itself (ReportedDeaths is FALSE in its header); the runtime's traces take it, "
+            "tests/autograd/test_death_traced.py"
+        ),
+        "UdfRaises": (
+            "a UDF raising by itself (issue 26 s4), which the simulator's workload does not make "
+            "(UdfErrors is FALSE in its header); the runtime's traces take it, "
+            "tests/autograd/test_program_shapes.py"
+        ),
     },
 }
 

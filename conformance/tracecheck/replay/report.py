@@ -54,6 +54,8 @@ def _rejected(console: Console, verdict: TraceVerdict) -> None:
         why = "has no spec step"
     elif rejection.kind == "end":
         why = "says the run finished, but its last spec state is not quiescent"
+    elif rejection.kind == "outside":
+        why = f"is {rejection.reason}"
     else:
         why = f"is wrong about its {rejection.kind}: {rejection.reason}"
     console.print(

@@ -14,9 +14,10 @@ __all__ = ["Rejection", "RejectionKind", "TraceVerdict", "ValidationReport"]
 
 #: Why a trace is rejected at its event: no spec step explains it (``spec``); what it claims
 #: about itself is false (``actor``, ``clock``, ``argument``: :mod:`tracecheck.replay.claims`);
+#: it marks a shape the spec leaves out on purpose (``outside``: the mapping's ``outside``);
 #: or its run says it finished but the spec state after its last event is not quiescent
 #: (``end``: the event is then the trace's end, one past its last event).
-RejectionKind = Literal["spec", "actor", "clock", "argument", "end"]
+RejectionKind = Literal["spec", "actor", "clock", "argument", "outside", "end"]
 
 
 class Rejection(BaseModel):

@@ -34,10 +34,12 @@ __all__ = [
     "crash",
     "deserialize_forward_autograd_resp",
     "deserialize_response",
+    "fetch_stored_value",
     "finish_forward_autograd_req",
     "nested_send_message_with_autograd",
     "new_context",
     "new_context_refused",
+    "peer_died",
     "poll_timeout_rpcs",
     "process_cleanup_autograd_context_req",
     "process_forward_autograd_req",
@@ -45,6 +47,7 @@ __all__ = [
     "release_orphaned_context",
     "retrieve_context",
     "send_message_with_autograd",
+    "udf_raises",
 ]
 
 _NOTHING: frozenset[AutogradId] = frozenset()
@@ -183,6 +186,50 @@ def nested_send_message_with_autograd(  # noqa: PLR0917 - the spec's parameters,
     msg = Msg.make("FWD_REQ", c, m, m, ctn.me, dst, grad)
     args = a.NestedSendMessageWithAutogradArgs.of(w=ctn.me, h=h, dst=dst, grad=grad, await_=await_)
     return Step(new, (msg,), args)
+
+
+def _running_handler(ctn: Container, name: str, h: Handler) -> None:
+    alive(ctn, name)
+    if h not in ctn.handlers:
+        raise fail(ctn, name, f"no running handler {h.req} of context {h.ctx} here")
+    if h.wait is not None or h.err:
+        raise fail(ctn, name, f"handler {h.req} waits for a call or has failed")
+
+
+def peer_died(ctn: Container, x: int) -> Step:
+    """``PeerDied(w, x)``: this worker's failure detector reported worker ``x`` dead (a dead
+    worker logs nothing: the first report is its ``Crash`` in the trace). Changes nothing
+    here; what the survivor does about it are the steps that follow (the failed flood
+    acknowledgements, the orphans released)."""
+    name = "PeerDied"
+    alive(ctn, name)
+    if x == ctn.me:
+        raise fail(ctn, name, "a worker does not report its own death")
+    return Step(ctn, (), a.PeerDiedArgs.of(w=ctn.me, x=x))
+
+
+def fetch_stored_value(ctn: Container, h: Handler, r: RecvFn) -> Step:
+    """``FetchStoredValue(w, h, r)``: the UDF of handler ``h`` returns, or sends on, a value
+    an earlier request of its context stored here (``remote`` keeps its result in the owner's
+    RRef; ``to_here`` returns it), which reached recv function ``r``: the handler's inputs
+    (``nr``) gain ``r``, so the send function of what it answers or sends is fed by it."""
+    name = "FetchStoredValue"
+    _running_handler(ctn, name, h)
+    if h.ctx not in ctn.ctxs:
+        raise fail(ctn, name, CURRENT_GONE)
+    if r not in ctn.recvs_of(h.ctx) or r.mid == h.req or r.mid in h.nr:
+        raise fail(ctn, name, f"recv function {r.mid} is no stored input of handler {h.req}")
+    new = ctn.evolve(handlers=(ctn.handlers - {h}) | {h.evolve(nr=h.nr | {r.mid})})
+    return Step(new, (), a.FetchStoredValueArgs.of(w=ctn.me, h=h, r=r))
+
+
+def udf_raises(ctn: Container, h: Handler) -> Step:
+    """``UdfRaises(w, h)``: the UDF of handler ``h`` raised by itself (no nested call failed):
+    the handler is marked failed, so ``finish_forward_autograd_req`` answers with an error."""
+    name = "UdfRaises"
+    _running_handler(ctn, name, h)
+    new = ctn.evolve(handlers=(ctn.handlers - {h}) | {h.evolve(err=True)})
+    return Step(new, (), a.UdfRaisesArgs.of(w=ctn.me, h=h))
 
 
 def release_context(ctn: Container, c: AutogradId | None = None, t: int = 0) -> Step:

@@ -32,10 +32,12 @@ from protoref.autograd.core.forward import (
     crash,
     deserialize_forward_autograd_resp,
     deserialize_response,
+    fetch_stored_value,
     finish_forward_autograd_req,
     nested_send_message_with_autograd,
     new_context,
     new_context_refused,
+    peer_died,
     poll_timeout_rpcs,
     process_cleanup_autograd_context_req,
     process_forward_autograd_req,
@@ -43,6 +45,7 @@ from protoref.autograd.core.forward import (
     release_orphaned_context,
     retrieve_context,
     send_message_with_autograd,
+    udf_raises,
 )
 from protoref.autograd.core.network import crash_network, discard, retry_cleanup
 from protoref.autograd.core.transition import NotYetError, Step
@@ -62,10 +65,12 @@ __all__ = [
     "deserialize_response",
     "discard",
     "dist_engine_execute",
+    "fetch_stored_value",
     "finish_forward_autograd_req",
     "nested_send_message_with_autograd",
     "new_context",
     "new_context_refused",
+    "peer_died",
     "poll_timeout_rpcs",
     "process_backward_ack",
     "process_backward_autograd_req",
@@ -81,6 +86,7 @@ __all__ = [
     "retrieve_context",
     "retry_cleanup",
     "send_message_with_autograd",
+    "udf_raises",
 ]
 
 
@@ -102,9 +108,12 @@ ACTION_TABLE: Final[tuple[Row, ...]] = tuple(
         ("ReleaseContext", release_context, ""),
         ("DistEngineExecute", dist_engine_execute, ""),
         ("RetrieveContext", retrieve_context, "the API's backward/get_gradients after release"),
+        ("FetchStoredValue", fetch_stored_value, "a UDF returns a value a request stored"),
+        ("UdfRaises", udf_raises, "the UDF raised by itself"),
         ("RetryCleanup", retry_cleanup, "the network's (a driver applies it)"),
         ("LoseCleanupMsg", None, "PyTorch only: the Reference retries until acknowledged"),
         ("Crash", crash, "with crash_network for the messages in flight"),
+        ("PeerDied", peer_died, "a survivor's failure detector (AutogradNode.peer_died)"),
         ("BackwardError", backward_error, "a backward function raised"),
         ("ProcessForwardAutogradReq", process_forward_autograd_req, ""),
         ("FinishForwardAutogradReq", finish_forward_autograd_req, ""),

@@ -27,7 +27,7 @@ from typing import Any
 
 from protoref.autograd.core import forward as fw
 from protoref.autograd.core.ids import MAX_LOCAL_ID, WORKER_BITS, AutogradId, from_int
-from protoref.autograd.core.state import Container
+from protoref.autograd.core.state import Container, Handler
 from protoref.autograd.core.transition import NotYetError, Step
 from protoref.autograd.runtime import dispatch
 from protoref.autograd.runtime.contextdata import ContextData
@@ -42,6 +42,8 @@ from protoref.autograd.runtime.nodestate import (
 )
 from protoref.autograd.runtime.passes import Passes
 from protoref.autograd.runtime.payload import grad_tensors
+from protoref.autograd.trace.args import UnawaitedRpcAsyncArgs
+from protoref.autograd.trace.events import make_event
 from protoref.errors import ProtocolError
 from protoref.tracing import TraceSink
 
@@ -197,7 +199,10 @@ class AutogradNode:
             grad = bool(tensors)
             if guard is not None:
                 h = s.handler(guard)
+                if h.wait is not None:  # an earlier rpc_async of this UDF is unanswered
+                    self._unawaited(h)
                 extra = dispatch.reachable(tensors, h.ctx)
+                h = self._fetch_stored(h, extra)
                 step = s.step(
                     fw.nested_send_message_with_autograd, s.ctn, h, dst, grad, True, extra
                 )
@@ -233,7 +238,10 @@ class AutogradNode:
                 s.commit(Step(s.ctn, (), a.DiscardArgs.of(msg=msg)), stamp)
                 return
             if msg.type == "FWD_RESP":
-                step = s.step(fw.deserialize_forward_autograd_resp, s.ctn, msg, True)
+                # an answer to a call after the context's pass misses that pass's loss (the
+                # spec's ForwardAfterPass); any other may feed it (divergence 65)
+                after = (msg.ctx, msg.req) in s.ctn.pending and s.ctn.started(msg.ctx)
+                step = s.step(fw.deserialize_forward_autograd_resp, s.ctn, msg, not after)
                 if msg.mid is not None and any(
                     r.mid == msg.mid for r in step.state.recvs_of(msg.ctx)
                 ):
@@ -284,8 +292,14 @@ class AutogradNode:
         s = self._s
         with s.lock:
             h = s.handler(key)
+            if h.wait is not None:  # the UDF returned with its rpc_async unanswered
+                h = self._unawaited(h)
+                raised = True
             tensors = [] if raised else grad_tensors(result)
             extra = dispatch.reachable(tensors, h.ctx)
+            if raised and not h.err:  # the UDF itself raised: UdfRaises, then the error answer
+                h = self._udf_raised(h)
+            h = self._fetch_stored(h, extra)
             step = fw.finish_forward_autograd_req(s.ctn, h, bool(tensors), extra, raised=raised)
             (answer,) = step.sent
             lamport = s.commit(step)
@@ -293,6 +307,40 @@ class AutogradNode:
                 s.data_of(h.ctx).sends[answer.mid] = dispatch.make_send(h.ctx, answer.mid, tensors)
             self._passes.progress()  # a cleanup may have waited for this handler
             return AutogradMeta.of(answer, lamport)
+
+    def _fetch_stored(self, h: Handler, extra: frozenset[AutogradId]) -> Handler:
+        """``FetchStoredValue`` for each recv function the handler's outgoing tensors reach
+        beyond its request's and its nested answers' (a value an earlier request stored here:
+        ``remote``, then ``to_here``); the handler as it is then. Under the lock."""
+        s = self._s
+        known = h.nr | ({h.req} if h.grad else set())
+        for mid in sorted(extra - known):
+            r = next((x for x in s.ctn.recvs_of(h.ctx) if x.mid == mid), None)
+            if r is None or mid == h.req:
+                continue  # not a recv function of this worker's context: the spec's formula
+            s.commit(s.step(fw.fetch_stored_value, s.ctn, h, r))
+            h = s.handler((h.ctx, h.req))
+        return h
+
+    def _unawaited(self, h: Handler) -> Handler:
+        """The UDF of ``h`` left a nested call unawaited (``h.wait`` still unanswered): logged
+        as the shape it is, outside the spec (every nested call was logged as awaited); the
+        handler stops waiting and fails, so its answer is an error rather than no answer at
+        all. Under the lock."""
+        s = self._s
+        if s.sink.enabled:
+            args = UnawaitedRpcAsyncArgs.of(w=s.rank, h=h)
+            seq, lamport = s.clock.local()
+            s.sink.emit(make_event(args, s.node_name, seq, lamport, s.ctn, s.ctn))
+        failed = h.evolve(wait=None, err=True)
+        s.ctn = s.ctn.evolve(handlers=(s.ctn.handlers - {h}) | {failed})
+        return failed
+
+    def _udf_raised(self, h: Handler) -> Handler:
+        """``UdfRaises``: the handler's UDF raised by itself. Under the lock."""
+        s = self._s
+        s.commit(s.step(fw.udf_raises, s.ctn, h))
+        return s.handler((h.ctx, h.req))
 
     # ------------------------------------------------------------------ control frames
 

@@ -100,6 +100,7 @@ class Passes:
             if rank == s.rank or rank in s.dead:
                 return
             s.dead.add(rank)
+            s.commit(fw.peer_died(s.ctn, rank))
             for c, child in sorted(s.ctn.echo_wait):
                 if child != rank or not s.ctn.running(c):
                     continue

@@ -78,7 +78,8 @@ def autograd_header(ranks: list[int]) -> TraceHeader:
         "LateForward": True,
         "DupCleanup": True,
         "LoseCleanup": False,
-        "CrashWorkers": tla_set([]),
+        # any worker may die; the survivors report it (PeerDied), a dead worker logs nothing
+        "CrashWorkers": tla_set(workers),
         "Detect": True,
         "RpcTimeout": True,
         "Cascade": True,
@@ -89,6 +90,12 @@ def autograd_header(ranks: list[int]) -> TraceHeader:
         "ErrorWorkers": tla_set(workers),
         "LateCalls": True,
         "UncheckedIds": tla_set([]),
+        # the shapes of real programs (issue 26 s4): a call after a pass, a value one request
+        # stored and another returned, a UDF that raises by itself
+        "ForwardAfterPass": True,
+        "StoredValues": True,
+        "UdfErrors": True,
+        "ReportedDeaths": True,
         "driver": "runtime",
     }
     return TraceHeader(
@@ -150,7 +157,9 @@ class AutogradPlugin(BasePlugin):
         """Write this worker's autograd trace to ``path``: every worker of a run writes the
         same header (DistAutograd.tla's constants for the Reference), so the logs merge."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        sink = JsonlSink(path)
+        # one write per line: a worker killed mid-run keeps every event it logged, each before
+        # what it sent (the survivors' traces take those messages: PeerDied)
+        sink = JsonlSink(path, buffer_bytes=1)
         sink.header(autograd_header(ranks))
         self.autograd.sink = sink
 

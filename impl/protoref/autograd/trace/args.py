@@ -28,11 +28,13 @@ __all__ = [
     "DeserializeResponseArgs",
     "DiscardArgs",
     "DistEngineExecuteArgs",
+    "FetchStoredValueArgs",
     "FinishForwardAutogradReqArgs",
     "LoseCleanupMsgArgs",
     "NestedSendMessageWithAutogradArgs",
     "NewContextArgs",
     "NewContextRefusedArgs",
+    "PeerDiedArgs",
     "PollTimeoutRpcsArgs",
     "ProcessBackwardAckArgs",
     "ProcessBackwardAutogradReqArgs",
@@ -46,6 +48,8 @@ __all__ = [
     "RetrieveContextArgs",
     "RetryCleanupArgs",
     "SendMessageWithAutogradArgs",
+    "UdfRaisesArgs",
+    "UnawaitedRpcAsyncArgs",
 ]
 
 
@@ -99,6 +103,13 @@ class DistEngineExecuteArgs(_WT):
 
 class CrashArgs(_W):
     action: ClassVar[str] = "Crash"
+
+
+class PeerDiedArgs(_W):
+    """Survivor ``w``'s failure detector reported worker ``x`` dead (issue 26 s4e)."""
+
+    action: ClassVar[str] = "PeerDied"
+    x: int
 
 
 class SendMessageWithAutogradArgs(_WT):
@@ -213,6 +224,35 @@ class BackwardErrorArgs(_WC):
     action: ClassVar[str] = "BackwardError"
 
 
+class FetchStoredValueArgs(ActionArgs):
+    """The UDF of handler ``h`` returns (or sends on) a value an earlier request of its
+    context stored on ``w``, which reached recv function ``r`` (issue 26 s4b)."""
+
+    action: ClassVar[str] = "FetchStoredValue"
+    w: int
+    h: Handler
+    r: RecvFn
+
+
+class UdfRaisesArgs(ActionArgs):
+    """The UDF of handler ``h`` raised by itself (issue 26 s4c)."""
+
+    action: ClassVar[str] = "UdfRaises"
+    w: int
+    h: Handler
+
+
+class UnawaitedRpcAsyncArgs(ActionArgs):
+    """Not a spec action: the UDF of handler ``h`` returned, or called again, while its
+    nested call ``h.wait`` was still unanswered (an ``rpc_async`` it never waited for). The
+    runtime logs every nested call as awaited (it cannot tell at the call whether the UDF
+    will wait), so this shape is outside the spec on purpose and the checker says so here."""
+
+    action: ClassVar[str] = "UnawaitedRpcAsync"
+    w: int
+    h: Handler
+
+
 class RecvRpcBackwardApplyArgs(ActionArgs):
     action: ClassVar[str] = "RecvRpcBackwardApply"
     w: int
@@ -229,9 +269,12 @@ ARGS_MODELS: Final[tuple[type[ActionArgs], ...]] = (
     ReleaseContextArgs,
     DistEngineExecuteArgs,
     RetrieveContextArgs,
+    FetchStoredValueArgs,
+    UdfRaisesArgs,
     RetryCleanupArgs,
     LoseCleanupMsgArgs,
     CrashArgs,
+    PeerDiedArgs,
     BackwardErrorArgs,
     ProcessForwardAutogradReqArgs,
     FinishForwardAutogradReqArgs,

@@ -193,6 +193,12 @@ class CrashPost(_Task):
     grads: GradDelta
 
 
+class HandlersPost(_Post):
+    """A step of a running UDF that changes only its handler (FetchStoredValue, UdfRaises)."""
+
+    handlers: HandlerDelta
+
+
 class ProcessForwardAutogradReqPost(_Post):
     ctxs: IdDelta
     recvs: RecvDelta
@@ -268,9 +274,12 @@ _POSTS: Final[dict[str, type[_Post]]] = {
     "ReleaseContext": ReleaseContextPost,
     "DistEngineExecute": DistEngineExecutePost,
     "RetrieveContext": NoPost,
+    "FetchStoredValue": HandlersPost,
+    "UdfRaises": HandlersPost,
     "RetryCleanup": NoPost,
     "LoseCleanupMsg": NoPost,
     "Crash": CrashPost,
+    "PeerDied": NoPost,
     "BackwardError": BackwardErrorPost,
     "ProcessForwardAutogradReq": ProcessForwardAutogradReqPost,
     "FinishForwardAutogradReq": FinishForwardAutogradReqPost,
@@ -287,6 +296,8 @@ _POSTS: Final[dict[str, type[_Post]]] = {
     "ProcessBackwardStart": ProcessBackwardStartPost,
     "ProcessBackwardAck": ProcessBackwardAckPost,
     "NewContextRefused": NoPost,
+    # not a spec action: a shape the spec leaves out on purpose (the mapping's ``outside``)
+    "UnawaitedRpcAsync": NoPost,
 }
 
 
@@ -301,9 +312,11 @@ def _event_model(args_cls: type[a.ActionArgs]) -> type[TraceEventBase]:
     return model
 
 
-#: Event name -> event model (one per spec action).
+#: Every event's args model: one per spec action, and the marker of a shape left out.
+_EVENT_ARGS: Final[tuple[type[a.ActionArgs], ...]] = (*a.ARGS_MODELS, a.UnawaitedRpcAsyncArgs)
+#: Event name -> event model (one per spec action, and the marker).
 EVENT_MODELS: Final[dict[str, type[TraceEventBase]]] = {
-    m.action: _event_model(m) for m in a.ARGS_MODELS
+    m.action: _event_model(m) for m in _EVENT_ARGS
 }
 #: The discriminated union of every event (built from the models: one per action).
 AutogradTraceEvent: Any = Annotated[
