@@ -24,6 +24,7 @@ __all__ = [
     "GroupRun",
     "chunk_shares",
     "chunks",
+    "cursor_verdict",
     "furthest_cursors",
 ]
 
@@ -83,7 +84,7 @@ def _simulation_pass(
     }
 
 
-def _verdict(trace: Trace, furthest: int, end_step: int) -> TraceVerdict:
+def cursor_verdict(trace: Trace, furthest: int, end_step: int) -> TraceVerdict:
     """The verdict from the furthest cursor: past the events (and the end step of a finished
     run, :data:`~tracecheck.replay.tracespec.END_STEP`), accepted; else rejected there."""
     total = len(trace.events)
@@ -160,7 +161,7 @@ class GroupRun:
                 i = rest[number - 1]
                 trace = self.trace(i)
                 end = rendered.end_steps[number - 1]
-                self.verdicts[i] = _verdict(trace, len(trace.events) + end + 1, end)
+                self.verdicts[i] = cursor_verdict(trace, len(trace.events) + end + 1, end)
             if done:  # breadth-first search gets its own, smaller batch
                 rest = [i for n, i in enumerate(rest, start=1) if n not in done]
                 if not rest:
@@ -173,7 +174,7 @@ class GroupRun:
         self._count(distinct=result.stats.distinct or 0)
         cursors = furthest_cursors(result, len(batch))
         for i, furthest, end in zip(rest, cursors, rendered.end_steps, strict=True):
-            self.verdicts[i] = _verdict(self.trace(i), furthest, end)
+            self.verdicts[i] = cursor_verdict(self.trace(i), furthest, end)
 
 
 def chunks(

@@ -24,7 +24,7 @@ are instantiated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,8 +51,10 @@ __all__ = [
     "MAX_TAG",
     "OPS_MODULE",
     "SIM_MODULE",
+    "STATE_TAG",
     "TRACE_MODULE",
     "RenderedBatch",
+    "Window",
     "render_batch",
 ]
 
@@ -65,6 +67,9 @@ SIM_MODULE = "TraceSim"
 DONE_TAG = "tv_done"
 #: The PrintT tag of the furthest-cursor messages, parsed by :mod:`tracecheck.replay.validate`.
 MAX_TAG = "tv_max"
+#: The PrintT tag of a state reached once a window's events are consumed
+#: (:mod:`tracecheck.replay.stream`): ``<<tag, tvHidden, <<the spec's variables>>>>``.
+STATE_TAG = "tv_state"
 
 
 @dataclass(frozen=True)
@@ -213,9 +218,10 @@ def _trace_module(
     *,
     end_steps: Sequence[int],
     sim_vars: Sequence[str] | None = None,
+    window: Window | None = None,
 ) -> str:
     """The breadth-first trace spec, or with ``sim_vars`` (the spec's variables, in the order
-    of its ``vars``) the simulation pass's module."""
+    of its ``vars``) the simulation pass's module; ``window``: a window of a longer trace."""
     frozen_vars = "tvTrace" if sim_vars is None else "<<tvTrace, tvInit>>"
     wrappers = [
         _wrapper(mapping, i, plan, frozen_vars, len(nodes)) for i in range(len(mapping.actions))
@@ -259,11 +265,24 @@ def _trace_module(
     init = [
         f"TraceInit == {start} /\\ tvCursor = 1 /\\ tvHidden = 0",
         f"             /\\ {mapping.init}",
+    ]
+    if window is not None and window.start is not None:
+        # the window goes on from the states the previous one ended in (tvHidden with them)
+        spec_vars = " /\\ ".join(f"{v} = tvS[{i}]" for i, v in enumerate(window.variables, 2))
+        init = [
+            "\\* The states the trace's previous window ended in: <<tvHidden, the spec's vars>>.",
+            "TVStart == {",
+            ",\n".join(f"  {state}" for state in window.start),
+            "}",
+            f"TraceInit == {start} /\\ tvCursor = 1",
+            f"             /\\ \\E tvS \\in TVStart : tvHidden = tvS[1] /\\ {spec_vars}",
+        ]
+    init += [
         *(["             /\\ tvLog = TVLog0"] if plan.keys else []),
         *([f"             /\\ tvInit = {mapping.vars}"] if sim_vars is not None else []),
     ]
     name = TRACE_MODULE if sim_vars is None else SIM_MODULE
-    tail = _watch(count) if sim_vars is None else _sim_tail(sim_vars, plan)
+    tail = _watch(count, window) if sim_vars is None else _sim_tail(sim_vars, plan)
     # a trace is consumed once its cursor passes its events and its end step, if any
     length = "TVLen(t) == Len(Traces[t])" + (" + TVEndSteps[t]" if ends else "")
     if ends:  # 1 for a trace whose run finished: it takes the end step
@@ -306,13 +325,33 @@ _NORM = [
 ]
 
 
-def _watch(count: int) -> list[str]:
-    return [
+def _watch(count: int, window: Window | None) -> list[str]:
+    watch = [
         "\\* Per trace, the furthest cursor reached; each new maximum is printed.",
         f"ASSUME \\A i \\in 1..{count} : TLCSet(i, 0)",
-        "TraceWatch == tvCursor > TLCGet(tvTrace) => (TLCSet(tvTrace, tvCursor) /\\ "
-        f"PrintT(<<{format_value(MAX_TAG)}, tvTrace, tvCursor>>))",
+        "TraceWatch == (tvCursor > TLCGet(tvTrace) => (TLCSet(tvTrace, tvCursor) /\\ "
+        f"PrintT(<<{format_value(MAX_TAG)}, tvTrace, tvCursor>>)))",
     ]
+    if window is not None and window.more:
+        # every state that consumed the window is printed: the next window starts from them
+        spec_vars = ", ".join(window.variables)
+        watch.append(
+            "  /\\ (tvCursor > TVLen(tvTrace) => "
+            f"PrintT(<<{format_value(STATE_TAG)}, tvHidden, <<{spec_vars}>>>>))"
+        )
+    return watch
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window of a longer trace: the spec's variables (in the order of its ``vars``), the
+    states the previous window ended in (TLA+ text of ``<<tvHidden, vars...>>``; None for
+    the first window, which starts in Init), and whether a window follows (then every state
+    that consumed this one is printed, tagged :data:`STATE_TAG`)."""
+
+    variables: tuple[str, ...]
+    start: tuple[str, ...] | None
+    more: bool
 
 
 def _sim_tail(sim_vars: Sequence[str], plan: DeltaPlan) -> list[str]:
@@ -338,6 +377,8 @@ def render_batch(
     compact: bool = False,
     variables: Sequence[str] | None = None,
     reader: Path | None = None,
+    window: Window | None = None,
+    derived: Mapping[str, str] | None = None,
 ) -> RenderedBatch:
     """Render traces that share their constants into one data module, trace spec and cfg.
 
@@ -348,6 +389,10 @@ def render_batch(
     ``reader`` (from
     :func:`tracecheck.replay.javareader.reader_classes`) writes the events to a file that TLC reads
     through the Java override instead of parsing a TLA+ constant module.
+
+    ``window`` renders one trace that is a window of a longer one (breadth-first only, no
+    simulation module: :mod:`tracecheck.replay.stream`), with ``derived`` the constants
+    derived from the whole trace (else ``mapping.derive`` of ``traces``).
     """
     if not traces:
         raise ValueError("render_batch needs at least one trace")
@@ -355,7 +400,11 @@ def render_batch(
     for trace in traces[1:]:
         if constants_for(trace, mapping) != constants:
             raise ValueError(f"{trace.source}: its constants differ; render it in its own batch")
-    if mapping.derive is not None:
+    if window is not None and (len(traces) != 1 or variables):
+        raise ValueError("a window is one trace, checked breadth-first")
+    if derived is not None:
+        constants |= dict(derived)
+    elif mapping.derive is not None:
         constants |= dict(mapping.derive(traces))
     rows = event_rows(traces, mapping)
     shapes = [[(r.node, r.post) for r in events] for events in rows]
@@ -394,7 +443,7 @@ def render_batch(
         data_file=data_file(lines) if reader else None,
         reader=reader,
         trace_module=_trace_module(
-            mapping, constants, len(traces), plan, nodes, end_steps=end_steps
+            mapping, constants, len(traces), plan, nodes, end_steps=end_steps, window=window
         ),
         cfg=text,
         lengths=tuple(len(t.events) for t in traces),
