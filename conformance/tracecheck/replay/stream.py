@@ -49,7 +49,7 @@ __all__ = ["MAX_FRONTIER", "STREAM_WINDOW", "Streamed", "stream_file"]
 
 #: Events per window. A window's events, their text and TLC's values of them are what a long
 #: trace holds in memory (with the next window's first event).
-STREAM_WINDOW = 20_000
+STREAM_WINDOW = 50_000
 
 #: The most distinct states a window may end in: the next window starts from each of them.
 MAX_FRONTIER = 1_000
@@ -210,7 +210,7 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
                     mapping,
                     compact=True,
                     reader=reader,
-                    window=Window(tuple(variables), start, more),
+                    window=Window(start, more),
                     derived=derived,
                 )
                 result = run_rendered(rendered, library, options)
