@@ -182,3 +182,12 @@ def test_an_accepted_long_file_is_checked_in_windows_by_validate_files(tmp_path:
     # probes of 50, 100 and 200 events (the next, 400, is past the window), then 4 windows
     assert report.tlc_runs == 7
     assert len(traces[0].events) == 300  # the first window
+
+
+def test_windows_without_the_java_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data module as TLA+ constants (no javac): the start states and parameters there."""
+    monkeypatch.setenv("TRACECHECK_JAVA_READER", "0")
+    mapping, path = GOLDEN[0]
+    spec_root = ROOT / "spec"
+    window = len(load_trace(path).events) // 3 + 1
+    _same(_streamed(path, mapping, spec_root, window), _whole(path, mapping, spec_root))
