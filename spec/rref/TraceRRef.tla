@@ -1,10 +1,19 @@
----- MODULE TraceRRef ----
-\* The trace spec of RRef: each event of a trace is the spec action it
-\* names, with the event's parameters and logged post-state (docs/conformance.md).
-\* Generated from the protocol's mapping table by
-\*   python -m tracecheck.replay.fixedspec --write
-\* and checked against it before each TLC run and by tests; do not edit. The traces
-\* and what depends on them are in the generated module TraceData.
+------------------------------ MODULE TraceRRef -----------------------------
+(***************************************************************************)
+(* Trace validation against RRef.tla: tracecheck replays an                *)
+(* implementation's trace by conjoining each event with the spec action it *)
+(* names, with the event's parameters and its logged post-state            *)
+(* (docs/conformance.md). A trace is accepted iff some behaviour consumes  *)
+(* every event (and a finished run's end step); the furthest cursor TLC    *)
+(* reaches names the first event no behaviour explains.                    *)
+(*                                                                         *)
+(* Generated from the protocol's mapping table (tracecheck.protocols) by   *)
+(*     python -m tracecheck.replay.fixedspec --write                       *)
+(* and checked against it before each TLC run and by tests: do not edit.   *)
+(* The traces, and what depends on them (which logged sets are             *)
+(* differences, the nodes, the end steps, a window's start), are in the    *)
+(* generated module TraceData; the constants in the generated root.        *)
+(***************************************************************************)
 EXTENDS RRef, TLC, Naturals, Sequences, FiniteSets, TraceOps
 INSTANCE TraceData
 \* which trace, its cursor, hidden steps since the last event, the logged sets rebuilt
@@ -477,4 +486,4 @@ TraceReset == tvCursor > TVLen(tvTrace) /\ tvTrace < Len(Traces)
 SimNext == TraceNext \/ TraceReset
 \* An invariant that always holds and prints when a trace is consumed.
 TraceDone == tvCursor > TVLen(tvTrace) => PrintT(<<"tv_done", tvTrace>>)
-====
+=============================================================================

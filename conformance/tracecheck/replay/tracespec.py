@@ -277,13 +277,24 @@ def fixed_trace_spec(mapping: ProtocolMap, variables: Sequence[str] | None) -> s
         start = [f"  /\\ tvHidden = 0 /\\ {mapping.init}"]
     name = fixed_name(mapping)
     lines = [
-        f"---- MODULE {name} ----",
-        f"\\* The trace spec of {mapping.module}: each event of a trace is the spec action it",
-        "\\* names, with the event's parameters and logged post-state (docs/conformance.md).",
-        "\\* Generated from the protocol's mapping table by",
-        "\\*   python -m tracecheck.replay.fixedspec --write",
-        "\\* and checked against it before each TLC run and by tests; do not edit. The traces",
-        "\\* and what depends on them are in the generated module TraceData.",
+        f" MODULE {name} ".center(77, "-"),
+        *_box(
+            [
+                f"Trace validation against {mapping.module}.tla: tracecheck replays an",
+                "implementation's trace by conjoining each event with the spec action it",
+                "names, with the event's parameters and its logged post-state",
+                "(docs/conformance.md). A trace is accepted iff some behaviour consumes",
+                "every event (and a finished run's end step); the furthest cursor TLC",
+                "reaches names the first event no behaviour explains.",
+                "",
+                "Generated from the protocol's mapping table (tracecheck.protocols) by",
+                "    python -m tracecheck.replay.fixedspec --write",
+                "and checked against it before each TLC run and by tests: do not edit.",
+                "The traces, and what depends on them (which logged sets are",
+                "differences, the nodes, the end steps, a window's start), are in the",
+                "generated module TraceData; the constants in the generated root.",
+            ]
+        ),
         f"EXTENDS {mapping.module}, TLC, Naturals, Sequences, FiniteSets, {OPS_MODULE}",
         f"INSTANCE {DATA_MODULE}",
         "\\* which trace, its cursor, hidden steps since the last event, the logged sets rebuilt",
@@ -322,8 +333,14 @@ def fixed_trace_spec(mapping: ProtocolMap, variables: Sequence[str] | None) -> s
             f"PrintT(<<{format_value(STATE_TAG)}, tvHidden, <<{', '.join(variables)}>>>>))"
         )
         lines += ["", *_sim_tail(mapping, variables)]
-    lines.append("====")
+    lines.append("=" * 77)
     return "\n".join(lines) + "\n"
+
+
+def _box(text: Sequence[str]) -> list[str]:
+    """``text`` as a boxed TLA+ comment, the style of the specs beside it."""
+    rule = "(" + "*" * 75 + ")"
+    return [rule, *(f"(* {line:<71} *)" for line in text), rule]
 
 
 def _sim_tail(mapping: ProtocolMap, variables: Sequence[str]) -> list[str]:
