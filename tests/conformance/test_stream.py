@@ -191,3 +191,21 @@ def test_windows_without_the_java_reader(monkeypatch: pytest.MonkeyPatch) -> Non
     spec_root = ROOT / "spec"
     window = len(load_trace(path).events) // 3 + 1
     _same(_streamed(path, mapping, spec_root, window), _whole(path, mapping, spec_root))
+
+
+def test_a_start_state_s_functions_are_merged_as_a_balanced_tree() -> None:
+    """A chain ``a :> 1 @@ b :> 2 @@ ...`` of thousands of entries overflowed TLC's stack (a
+    16,931-event RRef trace in windows of 4,000); the tree is log2(n) deep, an entry a line."""
+    from tracecheck.replay.stream import state_text  # noqa: PLC0415
+    from tracecheck.tla.values import Record, TLAFunction  # noqa: PLC0415
+
+    users = TLAFunction({("w0", i): Record({"on": "w1", "n": i}) for i in range(5_000)})
+    text = state_text((0, users, frozenset({"b", "a"})))
+    depth = deepest = 0
+    for char in text:
+        depth += (char == "(") - (char == ")")
+        deepest = max(deepest, depth)
+    assert deepest <= 14  # ceil(log2(5,000)) + 1
+    assert text.count("\n") == 4_999
+    assert text.endswith(', {"a", "b"}>>')
+    assert '(<<"w0", 0>> :> [on |-> "w1", n |-> 0])' in text

@@ -41,11 +41,11 @@ from tracecheck.replay.tlcrun import CheckerError, printed_values, require_clean
 from tracecheck.replay.tracespec import STATE_TAG, Window, render_batch
 from tracecheck.replay.verdicts import Rejection, TraceVerdict
 from tracecheck.runner.tlc import TLCOptions
-from tracecheck.tla.values import TLAValue, format_value
+from tracecheck.tla.values import Record, TLAFunction, TLAValue, format_value
 from tracecheck.traces.load import Trace, TraceEvent, TraceFormatError, TraceHeader, trace_windows
 from traceformat.deltas import DeltaError, resolve
 
-__all__ = ["MAX_FRONTIER", "STREAM_WINDOW", "Streamed", "stream_file"]
+__all__ = ["MAX_FRONTIER", "STREAM_WINDOW", "Streamed", "state_text", "stream_file"]
 
 #: Events per window. A window's events, their text and TLC's values of them are what a long
 #: trace holds in memory (with the next window's first event).
@@ -122,7 +122,7 @@ def _states(printed: Sequence[str], source: str) -> tuple[str, ...]:
     for value in printed_values(printed, STATE_TAG):
         if len(value) != 3 or not isinstance(value[2], tuple):
             continue
-        found[format_value(cast("TLAValue", (value[1], *value[2])))] = None
+        found[state_text(cast("TLAValue", (value[1], *value[2])))] = None
         if len(found) > MAX_FRONTIER:
             raise CheckerError(
                 f"{source}: more than {MAX_FRONTIER:,} spec states explain the trace up to a "
@@ -131,6 +131,31 @@ def _states(printed: Sequence[str], source: str) -> tuple[str, ...]:
     if not found:
         raise CheckerError(f"{source}: TLC printed no state at a window's end")
     return tuple(found)
+
+
+def state_text(value: TLAValue) -> str:
+    """``value`` as TLA+ text TLC reads back whatever its size: as :func:`format_value` writes
+    it, except that a function's entries are merged as a balanced tree, ``((a :> 1 @@ b :> 2)
+    @@ (c :> 3 @@ d :> 4))``, one entry per line. A state holds functions of thousands of
+    entries (RRef's ``users``: every UserRRef ever created), and written as one chain
+    ``a :> 1 @@ b :> 2 @@ ...`` their depth overflowed TLC's stack (a 16,931-event RRef trace
+    in windows of 4,000: StackOverflowError in the second window); the tree is log2(n) deep."""
+    if isinstance(value, TLAFunction) and value:
+        return _merged([f"{state_text(k)} :> {state_text(v)}" for k, v in value.items()])
+    if isinstance(value, frozenset):
+        return "{" + ", ".join(sorted(state_text(v) for v in value)) + "}"
+    if isinstance(value, tuple):
+        return "<<" + ", ".join(state_text(v) for v in value) + ">>"
+    if isinstance(value, Record):
+        return "[" + ", ".join(f"{k} |-> {state_text(v)}" for k, v in value.items()) + "]"
+    return format_value(value)
+
+
+def _merged(entries: Sequence[str]) -> str:
+    if len(entries) == 1:
+        return f"({entries[0]})"
+    half = len(entries) // 2
+    return f"({_merged(entries[:half])} @@\n{_merged(entries[half:])})"
 
 
 def _shifted(verdict: TraceVerdict, window: Trace, offset: int, read: int) -> TraceVerdict:
