@@ -209,3 +209,18 @@ def test_a_start_state_s_functions_are_merged_as_a_balanced_tree() -> None:
     assert text.count("\n") == 4_999
     assert text.endswith(', {"a", "b"}>>')
     assert '(<<"w0", 0>> :> [on |-> "w1", n |-> 0])' in text
+
+
+def test_a_window_that_leaves_too_many_states_open_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracecheck.replay import stream  # noqa: PLC0415
+    from tracecheck.replay.tlcrun import CheckerError  # noqa: PLC0415
+
+    printed = ['<<"tv_state", 0, <<1, {}>>>>', '<<"tv_state", 0, <<1, {}>>>>']
+    assert stream._states(printed, "t") == ("<<0, 1, {}>>",)  # the same state twice: one
+    monkeypatch.setattr(stream, "MAX_FRONTIER", 1)
+    with pytest.raises(CheckerError, match="more than 1 spec states"):
+        stream._states([*printed, '<<"tv_state", 1, <<1, {}>>>>'], "t")
+    with pytest.raises(CheckerError, match="no state"):
+        stream._states([], "t")
