@@ -633,13 +633,46 @@ TraceWatch ==
   /\ (tvCursor > TLCGet(tvTrace) => (TLCSet(tvTrace, tvCursor) /\ PrintT(<<"tv_max", tvTrace, tvCursor>>)))
   /\ (TVPrintEnds /\ tvCursor > TVLen(tvTrace) => PrintT(<<"tv_state", tvHidden, <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending, detached, net, tomb, released, late, alive, execd, fired, grads, bstate, results, freed, outst, awaiting, parent, echoWait>>>>))
 
-\* Simulation pass: trace after trace in one behaviour, the spec reset in between.
-SimInit == tvTrace = 1 /\ tvCursor = 1 /\ tvHidden = 0 /\ tvLog = TVLog0
-           /\ Init /\ tvInit = vars
+\* Simulation pass: trace after trace in one behaviour, the spec reset in between
+\* (a window of a long trace: one of TVStart's states, and its end state printed).
+SimInit ==
+  /\ tvTrace = 1 /\ tvCursor = 1 /\ tvLog = TVLog0
+  /\ IF TVFromStart
+     THEN \E tvS \in TVStart :
+            /\ tvHidden = tvS[1]
+            /\ nextCtx = tvS[2]
+            /\ nextMsg = tvS[3]
+            /\ ctxs = tvS[4]
+            /\ cur = tvS[5]
+            /\ known = tvS[6]
+            /\ sends = tvS[7]
+            /\ recvs = tvS[8]
+            /\ handlers = tvS[9]
+            /\ pending = tvS[10]
+            /\ detached = tvS[11]
+            /\ net = tvS[12]
+            /\ tomb = tvS[13]
+            /\ released = tvS[14]
+            /\ late = tvS[15]
+            /\ alive = tvS[16]
+            /\ execd = tvS[17]
+            /\ fired = tvS[18]
+            /\ grads = tvS[19]
+            /\ bstate = tvS[20]
+            /\ results = tvS[21]
+            /\ freed = tvS[22]
+            /\ outst = tvS[23]
+            /\ awaiting = tvS[24]
+            /\ parent = tvS[25]
+            /\ echoWait = tvS[26]
+     ELSE tvHidden = 0 /\ Init
+  /\ tvInit = vars
 TraceReset == tvCursor > TVLen(tvTrace) /\ tvTrace < Len(Traces)
   /\ tvTrace' = tvTrace + 1 /\ tvCursor' = 1 /\ tvHidden' = 0
   /\ nextCtx' = tvInit[1] /\ nextMsg' = tvInit[2] /\ ctxs' = tvInit[3] /\ cur' = tvInit[4] /\ known' = tvInit[5] /\ sends' = tvInit[6] /\ recvs' = tvInit[7] /\ handlers' = tvInit[8] /\ pending' = tvInit[9] /\ detached' = tvInit[10] /\ net' = tvInit[11] /\ tomb' = tvInit[12] /\ released' = tvInit[13] /\ late' = tvInit[14] /\ alive' = tvInit[15] /\ execd' = tvInit[16] /\ fired' = tvInit[17] /\ grads' = tvInit[18] /\ bstate' = tvInit[19] /\ results' = tvInit[20] /\ freed' = tvInit[21] /\ outst' = tvInit[22] /\ awaiting' = tvInit[23] /\ parent' = tvInit[24] /\ echoWait' = tvInit[25] /\ tvLog' = TVLog0 /\ UNCHANGED tvInit
 SimNext == TraceNext \/ TraceReset
 \* An invariant that always holds and prints when a trace is consumed.
-TraceDone == tvCursor > TVLen(tvTrace) => PrintT(<<"tv_done", tvTrace>>)
+TraceDone == tvCursor > TVLen(tvTrace) =>
+  /\ PrintT(<<"tv_done", tvTrace>>)
+  /\ (TVPrintEnds => PrintT(<<"tv_state", tvHidden, <<nextCtx, nextMsg, ctxs, cur, known, sends, recvs, handlers, pending, detached, net, tomb, released, late, alive, execd, fired, grads, bstate, results, freed, outst, awaiting, parent, echoWait>>>>))
 =============================================================================

@@ -475,13 +475,31 @@ TraceWatch ==
   /\ (tvCursor > TLCGet(tvTrace) => (TLCSet(tvTrace, tvCursor) /\ PrintT(<<"tv_max", tvTrace, tvCursor>>)))
   /\ (TVPrintEnds /\ tvCursor > TVLen(tvTrace) => PrintT(<<"tv_state", tvHidden, <<store, tokenCurrent, local, dirty, fresh, pc, op, opDl, result, view>>>>))
 
-\* Simulation pass: trace after trace in one behaviour, the spec reset in between.
-SimInit == tvTrace = 1 /\ tvCursor = 1 /\ tvHidden = 0 /\ tvLog = TVLog0
-           /\ Init /\ tvInit = vars
+\* Simulation pass: trace after trace in one behaviour, the spec reset in between
+\* (a window of a long trace: one of TVStart's states, and its end state printed).
+SimInit ==
+  /\ tvTrace = 1 /\ tvCursor = 1 /\ tvLog = TVLog0
+  /\ IF TVFromStart
+     THEN \E tvS \in TVStart :
+            /\ tvHidden = tvS[1]
+            /\ store = tvS[2]
+            /\ tokenCurrent = tvS[3]
+            /\ local = tvS[4]
+            /\ dirty = tvS[5]
+            /\ fresh = tvS[6]
+            /\ pc = tvS[7]
+            /\ op = tvS[8]
+            /\ opDl = tvS[9]
+            /\ result = tvS[10]
+            /\ view = tvS[11]
+     ELSE tvHidden = 0 /\ Init
+  /\ tvInit = vars
 TraceReset == tvCursor > TVLen(tvTrace) /\ tvTrace < Len(Traces)
   /\ tvTrace' = tvTrace + 1 /\ tvCursor' = 1 /\ tvHidden' = 0
   /\ store' = tvInit[1] /\ tokenCurrent' = tvInit[2] /\ local' = tvInit[3] /\ dirty' = tvInit[4] /\ fresh' = tvInit[5] /\ pc' = tvInit[6] /\ op' = tvInit[7] /\ opDl' = tvInit[8] /\ result' = tvInit[9] /\ view' = tvInit[10] /\ tvLog' = TVLog0 /\ UNCHANGED tvInit
 SimNext == TraceNext \/ TraceReset
 \* An invariant that always holds and prints when a trace is consumed.
-TraceDone == tvCursor > TVLen(tvTrace) => PrintT(<<"tv_done", tvTrace>>)
+TraceDone == tvCursor > TVLen(tvTrace) =>
+  /\ PrintT(<<"tv_done", tvTrace>>)
+  /\ (TVPrintEnds => PrintT(<<"tv_state", tvHidden, <<store, tokenCurrent, local, dirty, fresh, pc, op, opDl, result, view>>>>))
 =============================================================================

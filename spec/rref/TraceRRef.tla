@@ -477,13 +477,43 @@ TraceWatch ==
   /\ (tvCursor > TLCGet(tvTrace) => (TLCSet(tvTrace, tvCursor) /\ PrintT(<<"tv_max", tvTrace, tvCursor>>)))
   /\ (TVPrintEnds /\ tvCursor > TVLen(tvTrace) => PrintT(<<"tv_state", tvHidden, <<nextId, owners, pendingOwners, forks, pendingUsers, confirmedUsers, pendingChildren, ownerHeld, selfCalls, tombstones, users, held, fetching, fetched, deleted, timedOut, remoteErrors, net, phase, stopping, removedForks, erasedOwners>>>>))
 
-\* Simulation pass: trace after trace in one behaviour, the spec reset in between.
-SimInit == tvTrace = 1 /\ tvCursor = 1 /\ tvHidden = 0 /\ tvLog = TVLog0
-           /\ Init /\ tvInit = vars
+\* Simulation pass: trace after trace in one behaviour, the spec reset in between
+\* (a window of a long trace: one of TVStart's states, and its end state printed).
+SimInit ==
+  /\ tvTrace = 1 /\ tvCursor = 1 /\ tvLog = TVLog0
+  /\ IF TVFromStart
+     THEN \E tvS \in TVStart :
+            /\ tvHidden = tvS[1]
+            /\ nextId = tvS[2]
+            /\ owners = tvS[3]
+            /\ pendingOwners = tvS[4]
+            /\ forks = tvS[5]
+            /\ pendingUsers = tvS[6]
+            /\ confirmedUsers = tvS[7]
+            /\ pendingChildren = tvS[8]
+            /\ ownerHeld = tvS[9]
+            /\ selfCalls = tvS[10]
+            /\ tombstones = tvS[11]
+            /\ users = tvS[12]
+            /\ held = tvS[13]
+            /\ fetching = tvS[14]
+            /\ fetched = tvS[15]
+            /\ deleted = tvS[16]
+            /\ timedOut = tvS[17]
+            /\ remoteErrors = tvS[18]
+            /\ net = tvS[19]
+            /\ phase = tvS[20]
+            /\ stopping = tvS[21]
+            /\ removedForks = tvS[22]
+            /\ erasedOwners = tvS[23]
+     ELSE tvHidden = 0 /\ Init
+  /\ tvInit = vars
 TraceReset == tvCursor > TVLen(tvTrace) /\ tvTrace < Len(Traces)
   /\ tvTrace' = tvTrace + 1 /\ tvCursor' = 1 /\ tvHidden' = 0
   /\ nextId' = tvInit[1] /\ owners' = tvInit[2] /\ pendingOwners' = tvInit[3] /\ forks' = tvInit[4] /\ pendingUsers' = tvInit[5] /\ confirmedUsers' = tvInit[6] /\ pendingChildren' = tvInit[7] /\ ownerHeld' = tvInit[8] /\ selfCalls' = tvInit[9] /\ tombstones' = tvInit[10] /\ users' = tvInit[11] /\ held' = tvInit[12] /\ fetching' = tvInit[13] /\ fetched' = tvInit[14] /\ deleted' = tvInit[15] /\ timedOut' = tvInit[16] /\ remoteErrors' = tvInit[17] /\ net' = tvInit[18] /\ phase' = tvInit[19] /\ stopping' = tvInit[20] /\ removedForks' = tvInit[21] /\ erasedOwners' = tvInit[22] /\ tvLog' = TVLog0 /\ UNCHANGED tvInit
 SimNext == TraceNext \/ TraceReset
 \* An invariant that always holds and prints when a trace is consumed.
-TraceDone == tvCursor > TVLen(tvTrace) => PrintT(<<"tv_done", tvTrace>>)
+TraceDone == tvCursor > TVLen(tvTrace) =>
+  /\ PrintT(<<"tv_done", tvTrace>>)
+  /\ (TVPrintEnds => PrintT(<<"tv_state", tvHidden, <<nextId, owners, pendingOwners, forks, pendingUsers, confirmedUsers, pendingChildren, ownerHeld, selfCalls, tombstones, users, held, fetching, fetched, deleted, timedOut, remoteErrors, net, phase, stopping, removedForks, erasedOwners>>>>))
 =============================================================================

@@ -45,7 +45,9 @@ def _write(path: Path, events: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _streamed(path: Path, mapping: ProtocolMap, spec_root: Path, window: int) -> TraceVerdict:
+def _streamed(
+    path: Path, mapping: ProtocolMap, spec_root: Path, window: int, *, walk: bool = True
+) -> TraceVerdict:
     library = spec_library(spec_root, mapping)
     got = stream_file(
         path,
@@ -57,6 +59,7 @@ def _streamed(path: Path, mapping: ProtocolMap, spec_root: Path, window: int) ->
         reader_classes(),
         window=window,
         check_schema=check_schema,
+        walk=walk,
     )
     assert got.runs >= 1
     return got.verdict
@@ -123,7 +126,9 @@ def test_golden_traces_in_windows_get_the_whole_verdict(
     spec_root = ROOT / "spec"
     whole = _whole(path, mapping, spec_root)
     assert whole.accepted
-    _same(_streamed(path, mapping, spec_root, window), whole)
+    _same(_streamed(path, mapping, spec_root, window), whole)  # simulation, window by window
+    # and the breadth-first chain, from every state each window ended in
+    _same(_streamed(path, mapping, spec_root, window, walk=False), whole)
     # a post value broken in the second window: rejected at the same event, both ways
     bad = _mutated(path, tmp_path, window + 2)
     whole = _whole(bad, mapping, spec_root)

@@ -26,6 +26,7 @@ __all__ = [
     "chunks",
     "cursor_verdict",
     "furthest_cursors",
+    "simulate_rendered",
 ]
 
 
@@ -58,8 +59,15 @@ def _simulation_pass(
     rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None, hidden: int = 0
 ) -> set[int]:
     """The numbers (1-based) of the traces that TLC's random simulation consumed."""
+    return simulate_rendered(rendered, library, options, hidden)[0]
+
+
+def simulate_rendered(
+    rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None, hidden: int = 0
+) -> tuple[set[int], TLCResult | None]:
+    """:func:`_simulation_pass`'s traces, and TLC's result (None: no simulation module)."""
     if rendered.sim_module is None or rendered.sim_cfg is None:
-        return set()
+        return set(), None
     base = options or TLCOptions()
     sim = base.model_copy(
         update={
@@ -81,7 +89,7 @@ def _simulation_pass(
         number
         for _, number in (v[:2] for v in printed_values(result.printed, DONE_TAG))
         if isinstance(number, int) and 1 <= number <= count
-    }
+    }, result
 
 
 def cursor_verdict(trace: Trace, furthest: int, end_step: int) -> TraceVerdict:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from tracecheck.protocols.mapping import ProtocolMap
-from tracecheck.replay.batches import cursor_verdict, furthest_cursors
+from tracecheck.replay.batches import cursor_verdict, furthest_cursors, simulate_rendered
 from tracecheck.replay.claims import Claim, ClaimCheck
 from tracecheck.replay.tlcrun import CheckerError, printed_values, require_clean, run_rendered
 from tracecheck.replay.tracespec import STATE_TAG, Window, render_batch
@@ -203,20 +203,26 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
     *,
     window: int = STREAM_WINDOW,
     check_schema: Any = None,
+    walk: bool = True,
 ) -> Streamed:
     """Check one trace file window by window (see the module docstring). ``variables`` are the
     spec's (the order of its ``vars``); ``check_schema(trace, mapping)`` checks a window
-    against the implementation's schema (in a thread, while TLC runs)."""
+    against the implementation's schema (in a thread, while TLC runs). ``walk=False``: no
+    simulation chain first, the breadth-first chain decides."""
     if not variables:
         raise CheckerError(
             f"{path}: the spec's vars are not known, so its windows cannot be chained; "
             "check it whole (validate --probe 0)"
         )
     derived = _derived(path, header, mapping, window)
+    cost = _Cost()
+    args = (path, header, mapping, library, variables, options, reader, window, derived)
+    walked = _walk(*args, cost, check_schema) if walk else None
+    if walked is not None:
+        return walked
     claims = ClaimCheck(header, mapping)
     deltas: dict[tuple[str, str], dict[bytes, Any] | None] = {}
     start: tuple[str, ...] | None = None
-    cost = _Cost()
     offset = 0
     first: Trace | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracecheck-schema") as pool:
@@ -257,6 +263,66 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
             cost.coverage.update(e.event for e in part.events)
             offset = read
     assert first is not None
+    accepted = TraceVerdict(source=str(path), accepted=True, events=offset, matched=offset)
+    return cost.streamed(first, accepted, offset)
+
+
+def _walk(  # noqa: PLR0917 - stream_file's, passed on
+    path: Path,
+    header: TraceHeader,
+    mapping: ProtocolMap,
+    library: Sequence[Path],
+    variables: Sequence[str],
+    options: TLCOptions | None,
+    reader: Path | None,
+    window: int,
+    derived: dict[str, str],
+    cost: _Cost,
+    check_schema: Any,
+) -> Streamed | None:
+    """The trace accepted by TLC's simulation, window after window, each walk going on from
+    the state the previous one ended in: one spec behaviour that explains every event, which
+    is all acceptance means (so it is sound; with one state per event, as the protocols'
+    traces have, it is the breadth-first chain's verdict at a fraction of its cost: no
+    fingerprints, and RRef's states grow with the trace). None when a walk did not finish a
+    window or a claim is false: then the breadth-first chain decides, from the start. Each
+    window is checked against the implementation's schema too."""
+    claims = ClaimCheck(header, mapping)
+    deltas: dict[tuple[str, str], dict[bytes, Any] | None] = {}
+    hidden = mapping.max_hidden if mapping.hidden_steps else 0
+    start: tuple[str, ...] | None = None
+    offset = 0
+    coverage: Counter[str] = Counter()
+    first: Trace | None = None
+    for part, last in trace_windows(path, window):
+        first = first or part
+        if check_schema is not None:
+            check_schema(part, mapping)  # a malformed window is an error whatever TLC says
+        if claims.first_false(part.events) is not None:
+            return None
+        resolved = _resolved(part, deltas, len(part.events))
+        rendered = render_batch(
+            [resolved],
+            mapping,
+            compact=True,
+            variables=variables,
+            reader=reader,
+            window=Window(start, not last),
+            derived=derived,
+        )
+        done, result = simulate_rendered(rendered, library, options, hidden)
+        cost.runs += 1
+        if 1 not in done or result is None:
+            return None
+        if not last:
+            ends = printed_values(result.printed, STATE_TAG)
+            if not ends or len(ends[0]) != 3 or not isinstance(ends[0][2], tuple):
+                return None
+            start = (state_text(cast("TLAValue", (ends[0][1], *ends[0][2]))),)
+        coverage.update(e.event for e in part.events)
+        offset += len(part.events)
+    assert first is not None
+    cost.coverage = coverage
     accepted = TraceVerdict(source=str(path), accepted=True, events=offset, matched=offset)
     return cost.streamed(first, accepted, offset)
 

@@ -332,7 +332,7 @@ def fixed_trace_spec(mapping: ProtocolMap, variables: Sequence[str] | None) -> s
             "  /\\ (TVPrintEnds /\\ tvCursor > TVLen(tvTrace) => "
             f"PrintT(<<{format_value(STATE_TAG)}, tvHidden, <<{', '.join(variables)}>>>>))"
         )
-        lines += ["", *_sim_tail(mapping, variables)]
+        lines += ["", *_sim_tail(mapping, variables, start)]
     lines.append("=" * 77)
     return "\n".join(lines) + "\n"
 
@@ -343,20 +343,26 @@ def _box(text: Sequence[str]) -> list[str]:
     return [rule, *(f"(* {line:<71} *)" for line in text), rule]
 
 
-def _sim_tail(mapping: ProtocolMap, variables: Sequence[str]) -> list[str]:
+def _sim_tail(mapping: ProtocolMap, variables: Sequence[str], start: Sequence[str]) -> list[str]:
     # TLC cannot assign through ``vars' = tvInit`` nor prime Init, hence one conjunct per
     # variable; the values were captured from Init in the first state.
     reset = " /\\ ".join(f"{v}' = tvInit[{i}]" for i, v in enumerate(variables, start=1))
+    spec_vars = ", ".join(variables)
     return [
-        "\\* Simulation pass: trace after trace in one behaviour, the spec reset in between.",
-        "SimInit == tvTrace = 1 /\\ tvCursor = 1 /\\ tvHidden = 0 /\\ tvLog = TVLog0",
-        f"           /\\ {mapping.init} /\\ tvInit = {mapping.vars}",
+        "\\* Simulation pass: trace after trace in one behaviour, the spec reset in between",
+        "\\* (a window of a long trace: one of TVStart's states, and its end state printed).",
+        "SimInit ==",
+        "  /\\ tvTrace = 1 /\\ tvCursor = 1 /\\ tvLog = TVLog0",
+        *start,
+        f"  /\\ tvInit = {mapping.vars}",
         "TraceReset == tvCursor > TVLen(tvTrace) /\\ tvTrace < Len(Traces)",
         "  /\\ tvTrace' = tvTrace + 1 /\\ tvCursor' = 1 /\\ tvHidden' = 0",
         f"  /\\ {reset} /\\ tvLog' = TVLog0 /\\ UNCHANGED tvInit",
         "SimNext == TraceNext \\/ TraceReset",
         "\\* An invariant that always holds and prints when a trace is consumed.",
-        f"TraceDone == tvCursor > TVLen(tvTrace) => PrintT(<<{format_value(DONE_TAG)}, tvTrace>>)",
+        "TraceDone == tvCursor > TVLen(tvTrace) =>",
+        f"  /\\ PrintT(<<{format_value(DONE_TAG)}, tvTrace>>)",
+        f"  /\\ (TVPrintEnds => PrintT(<<{format_value(STATE_TAG)}, tvHidden, <<{spec_vars}>>>>))",
     ]
 
 
@@ -448,8 +454,8 @@ def render_batch(
     for trace in traces[1:]:
         if constants_for(trace, mapping) != constants:
             raise ValueError(f"{trace.source}: its constants differ; render it in its own batch")
-    if window is not None and (len(traces) != 1 or variables):
-        raise ValueError("a window is one trace, checked breadth-first")
+    if window is not None and len(traces) != 1:
+        raise ValueError("a window is one trace")
     if derived is not None:
         constants |= dict(derived)
     elif mapping.derive is not None:
