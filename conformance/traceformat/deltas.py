@@ -119,12 +119,17 @@ MIXED: Final = (
 )
 
 
-def resolve(events: Sequence[Shape]) -> list[list[Any]]:
+def resolve(
+    events: Sequence[Shape], state: dict[tuple[str, str], dict[bytes, Any] | None] | None = None
+) -> list[list[Any]]:
     """Per event, its post values with each logged delta replaced by the whole set it stands
     for (``{"#set": [...]}``, elements in the order of their canonical texts): what the
     literal rendering and rejection reports show. ``Shape``'s keys may be post expressions or
-    field names, as long as one node's values for one key are meant to follow each other."""
-    state: dict[tuple[str, str], dict[bytes, Any] | None] = {}
+    field names, as long as one node's values for one key are meant to follow each other.
+    ``state`` (updated in place) carries each (key, node)'s set from an earlier part of the
+    same trace: a trace resolved in windows gets the values it would get resolved whole."""
+    if state is None:
+        state = {}
     dumps = orjson.dumps
     out: list[list[Any]] = []
     for index, (node, posts) in enumerate(events):

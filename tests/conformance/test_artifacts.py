@@ -54,6 +54,7 @@ def test_a_rejected_trace_leaves_trace_modules_and_report_at_the_printed_path(
         "bad.ndjson",  # only the rejected trace, byte for byte
         "TraceData.tla",
         "TraceSpec.tla",
+        "TraceLedger.tla",  # the trace spec (for a protocol of this project, its checked-in one)
         "TraceOps.tla",
         "TraceSpec.cfg",
         "report.txt",

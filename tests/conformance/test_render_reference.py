@@ -307,15 +307,15 @@ def _assert_renders_as_reference(
     )
     assert with_reader.data_file == tracedata.data_file(lines)
     inline = tracespec.render_batch(traces, mapping, compact=compact, variables=variables)
-    assert inline.data_module == tracedata.data_module(traces, lines)
     ends = [1 if t.finished and mapping.quiescence else 0 for t in traces]
+    # the data module's parameters: which expressions are logged as differences, the nodes
+    parameters = tracespec._parameters(mapping, plan, nodes, ends, None)
+    assert inline.data_module == tracedata.data_module(traces, lines, parameters)
+    assert with_reader.data_module == tracedata.reader_data_module(parameters)
+    fixed = tracespec.fixed_name(mapping)
     for rendered in (with_reader, inline):
-        assert rendered.trace_module == tracespec._trace_module(
-            mapping, constants, len(traces), plan, nodes, end_steps=ends
-        )
-        assert rendered.sim_module == tracespec._trace_module(
-            mapping, constants, len(traces), plan, nodes, end_steps=ends, sim_vars=variables
-        )
+        assert rendered.trace_module == tracespec._root(tracespec.TRACE_MODULE, fixed, constants)
+        assert rendered.sim_module == tracespec._root(tracespec.SIM_MODULE, fixed, constants)
 
 
 # --- campaign traces -----------------------------------------------------------------------
@@ -512,7 +512,7 @@ def _outcome(render: Any) -> tuple[str, object]:
         return "error", str(exc)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_generated_trace(), min_size=1, max_size=3), st.booleans())
 def test_generated_traces_render_as_the_reference(batch: list[list[str]], compact: bool) -> None:
     traces = [parse_trace_lines(lines, f"t{i}.ndjson") for i, lines in enumerate(batch)]
@@ -525,10 +525,12 @@ def test_generated_traces_render_as_the_reference(batch: list[list[str]], compac
     def reference() -> object:
         keys, lines, nodes = _ref_lines(traces, SETS, compact=compact)
         constants = tracedata.constants_for(traces[0], SETS)
-        module = tracespec._trace_module(
-            SETS, constants, len(traces), DeltaPlan(keys=keys), nodes, end_steps=[0] * len(traces)
+        parameters = tracespec._parameters(
+            SETS, DeltaPlan(keys=keys), nodes, [0] * len(traces), None
         )
-        return tracedata.data_file(lines), tracedata.data_module(traces, lines), module
+        module = tracespec._root(tracespec.TRACE_MODULE, tracespec.fixed_name(SETS), constants)
+        data = tracedata.data_module(traces, lines, parameters)
+        return tracedata.data_file(lines), data, module
 
     assert _outcome(fast) == _outcome(reference)
 
@@ -564,7 +566,9 @@ def test_elements_equal_in_python_but_not_in_json_render_as_the_reference(
         "inbox'"
         in encode_compact([[(e.node, [("inbox'", e.post["inbox"])]) for e in trace.events]])[0].keys
     )
-    fast = _outcome(lambda: tracespec.render_batch([trace], SETS, compact=True).data_module)
+    fast = _outcome(
+        lambda: _events(tracespec.render_batch([trace], SETS, compact=True).data_module)
+    )
     reference = _outcome(
         lambda: tracedata.data_module([trace], _ref_lines([trace], SETS, compact=True)[1])
     )
@@ -597,7 +601,7 @@ def test_a_set_whose_differences_do_not_pay_is_retired_as_by_the_reference(
         assert posts[0][-1] == [sets[-1]]
     for compact in (True, False):
         fast = _outcome(
-            lambda c=compact: tracespec.render_batch([trace], SETS, compact=c).data_module
+            lambda c=compact: _events(tracespec.render_batch([trace], SETS, compact=c).data_module)
         )
         reference = _outcome(
             lambda c=compact: tracedata.data_module(
@@ -606,6 +610,14 @@ def test_a_set_whose_differences_do_not_pay_is_retired_as_by_the_reference(
         )
         assert fast == reference
         assert fast[0] == "ok"
+
+
+def _events(module: str) -> str:
+    """A data module without the run's parameters after ``Traces`` (what the reference's
+    module holds: the events)."""
+    head, _, _ = module.partition("\nTraces == ")
+    traces = module[len(head) :].split("\n", 2)[1]
+    return f"{head}\nTraces == {traces.removeprefix('Traces == ')}\n====\n"
 
 
 def test_malformed_events_are_refused_as_by_the_reference() -> None:

@@ -22,6 +22,7 @@ from tracecheck.protocols import load_mapping
 from tracecheck.replay.artifacts import keep_failures
 from tracecheck.replay.coverage import CoverageSummary, action_coverage
 from tracecheck.replay.report import print_report
+from tracecheck.replay.stream import STREAM_WINDOW
 from tracecheck.replay.validate import validate_files, validate_traces
 from tracecheck.replay.witness import WitnessReport, check_invariants, print_witness
 from tracecheck.runner.toolchain import toolchain
@@ -72,8 +73,17 @@ def add_validate(sub: Any) -> None:
         type=positive("--probe", least=0),
         default=PROBE_EVENTS,
         metavar="N",
-        help="check a file of more than 2N events on its first N first: a rejection there "
-        f"is its verdict, the rest unread (default {PROBE_EVENTS:,}; 0: off)",
+        help="check a file of more than 2N events on its first N first, then 2N, 4N, ...: a "
+        f"rejection there is its verdict, the rest unread (default {PROBE_EVENTS:,}; 0: off)",
+    )
+    validate.add_argument(
+        "--window",
+        type=positive("--window", least=0),
+        default=STREAM_WINDOW,
+        metavar="N",
+        help="after the probes, check a file of more than N events N at a time, chained by "
+        f"the spec states each window ends in: memory bounded by N (default {STREAM_WINDOW:,};"
+        " 0: whole; --invariants checks whole)",
     )
     validate.set_defaults(func=_cmd_validate)
 
@@ -168,6 +178,8 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
             explain=explain,
             explain_limit=args.explain,
             probe_events=args.probe or None,
+            # (the invariants are checked on the whole accepted behaviour: no windows)
+            window=None if args.invariants else args.window or None,
         )
     coverage = action_coverage(report, mapping, args.spec_root)
     witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None

@@ -5,9 +5,9 @@ A rejection in CI must be reproducible from the CI output alone, so every failin
 
 - the failing traces, byte for byte when they came from files;
 - the generated ``TraceData.tla``, ``TraceSpec.tla``, ``TraceOps.tla`` and ``TraceSpec.cfg``
-  for exactly those traces (``tracecheck tlc TraceSpec.tla --no-deadlock --library
-  SPEC/<protocol>`` replays them, see ``rerun.txt``), and ``TraceWitness.tla``/``.cfg`` when an
-  invariant broke;
+  for exactly those traces, with a copy of the protocol's trace spec ``Trace<Module>.tla``
+  (``tracecheck tlc TraceSpec.tla --no-deadlock --library SPEC/<protocol>`` replays them, see
+  ``rerun.txt``), and ``TraceWitness.tla``/``.cfg`` when an invariant broke;
 - ``report.txt`` (the readable report) and ``report.json``.
 
 The folder is ``artifacts/tracecheck/<UTC time>-<protocol>`` under the working directory, or
@@ -30,8 +30,14 @@ from rich.console import Console
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.coverage import CoverageSummary
 from tracecheck.replay.report import print_report
+from tracecheck.replay.tlcrun import spec_library, spec_variables
 from tracecheck.replay.tracedata import constants_for
-from tracecheck.replay.tracespec import TRACE_MODULE, render_batch
+from tracecheck.replay.tracespec import (
+    TRACE_MODULE,
+    fixed_name,
+    fixed_trace_spec,
+    render_batch,
+)
 from tracecheck.replay.verdicts import ValidationReport
 from tracecheck.replay.witness import (
     WITNESS_MODULE,
@@ -135,7 +141,7 @@ def keep_failures(
     for number, batch in enumerate(groups.values(), start=1):
         target = folder if len(groups) == 1 else folder / f"batch-{number}"
         target.mkdir(exist_ok=True)
-        _write_modules(target, batch, mapping, witness)
+        _write_modules(target, batch, mapping, witness, spec_root)
     (folder / "report.txt").write_text(_report_text(report, coverage, witness), encoding="utf-8")
     payload = {"report": report.model_dump(mode="json"), "traces": names}
     if witness is not None:
@@ -152,13 +158,21 @@ def keep_failures(
 
 
 def _write_modules(
-    folder: Path, batch: Sequence[Trace], mapping: ProtocolMap, witness: WitnessReport | None
+    folder: Path,
+    batch: Sequence[Trace],
+    mapping: ProtocolMap,
+    witness: WitnessReport | None,
+    spec_root: Path,
 ) -> None:
-    """The generated modules of one batch of traces that share their constants."""
+    """The generated modules of one batch of traces that share their constants, and the
+    protocol's trace spec (a copy of the checked-in one: the folder replays on its own)."""
     rendered = render_batch(batch, mapping)
     # every generated module the trace spec needs (TraceData, TraceSpec, TraceOps)
     for name, text in rendered.modules().items():
         (folder / f"{name}.tla").write_text(text, encoding="utf-8")
+    library = spec_library(spec_root, mapping)
+    fixed = fixed_trace_spec(mapping, spec_variables(library, mapping))
+    (folder / f"{fixed_name(mapping)}.tla").write_text(fixed, encoding="utf-8")
     (folder / f"{TRACE_MODULE}.cfg").write_text(rendered.cfg, encoding="utf-8")
     if witness is not None and not witness.all_clean:
         module, cfg = witness_files(rendered, witness.invariants, mapping)

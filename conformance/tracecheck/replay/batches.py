@@ -24,7 +24,9 @@ __all__ = [
     "GroupRun",
     "chunk_shares",
     "chunks",
+    "cursor_verdict",
     "furthest_cursors",
+    "simulate_rendered",
 ]
 
 
@@ -57,8 +59,15 @@ def _simulation_pass(
     rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None, hidden: int = 0
 ) -> set[int]:
     """The numbers (1-based) of the traces that TLC's random simulation consumed."""
+    return simulate_rendered(rendered, library, options, hidden)[0]
+
+
+def simulate_rendered(
+    rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None, hidden: int = 0
+) -> tuple[set[int], TLCResult | None]:
+    """:func:`_simulation_pass`'s traces, and TLC's result (None: no simulation module)."""
     if rendered.sim_module is None or rendered.sim_cfg is None:
-        return set()
+        return set(), None
     base = options or TLCOptions()
     sim = base.model_copy(
         update={
@@ -80,10 +89,10 @@ def _simulation_pass(
         number
         for _, number in (v[:2] for v in printed_values(result.printed, DONE_TAG))
         if isinstance(number, int) and 1 <= number <= count
-    }
+    }, result
 
 
-def _verdict(trace: Trace, furthest: int, end_step: int) -> TraceVerdict:
+def cursor_verdict(trace: Trace, furthest: int, end_step: int) -> TraceVerdict:
     """The verdict from the furthest cursor: past the events (and the end step of a finished
     run, :data:`~tracecheck.replay.tracespec.END_STEP`), accepted; else rejected there."""
     total = len(trace.events)
@@ -160,7 +169,7 @@ class GroupRun:
                 i = rest[number - 1]
                 trace = self.trace(i)
                 end = rendered.end_steps[number - 1]
-                self.verdicts[i] = _verdict(trace, len(trace.events) + end + 1, end)
+                self.verdicts[i] = cursor_verdict(trace, len(trace.events) + end + 1, end)
             if done:  # breadth-first search gets its own, smaller batch
                 rest = [i for n, i in enumerate(rest, start=1) if n not in done]
                 if not rest:
@@ -173,7 +182,7 @@ class GroupRun:
         self._count(distinct=result.stats.distinct or 0)
         cursors = furthest_cursors(result, len(batch))
         for i, furthest, end in zip(rest, cursors, rendered.end_steps, strict=True):
-            self.verdicts[i] = _verdict(self.trace(i), furthest, end)
+            self.verdicts[i] = cursor_verdict(self.trace(i), furthest, end)
 
 
 def chunks(

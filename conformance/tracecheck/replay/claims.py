@@ -24,14 +24,14 @@ event with the claim's reason; if not, TLC's own first unmatched event comes fir
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tracecheck.protocols.mapping import ActionMap, ProtocolMap
-from tracecheck.traces.load import Trace, TraceEvent
+from tracecheck.traces.load import Trace, TraceEvent, TraceHeader
 
-__all__ = ["SENT_BY_VERSION", "Claim", "ClaimKind", "first_false_claim"]
+__all__ = ["SENT_BY_VERSION", "Claim", "ClaimCheck", "ClaimKind", "first_false_claim"]
 
 #: The schema version from which a step that takes a message carries ``sent_by``.
 SENT_BY_VERSION = 4
@@ -50,48 +50,67 @@ class Claim:
 
 def first_false_claim(trace: Trace, mapping: ProtocolMap) -> Claim | None:
     """The first event of ``trace`` whose actor, clock or arguments are wrong, or None."""
-    header = trace.header
-    nodes = frozenset(header.nodes)
-    actors = nodes | frozenset(header.environment)
-    actions = {a.event: a for a in mapping.actions}
-    kinds = mapping.arg_kinds
-    causal = header.schema_version >= SENT_BY_VERSION
-    clocks: dict[str, int] = {}
-    #: per node, the Lamport clocks of its events so far (the sends a receive may name)
-    stamps: dict[str, set[int]] = {}
-    for index, event in enumerate(trace.events, start=1):
-        if event.event in mapping.outside:  # a shape the spec leaves out on purpose
-            return Claim(index, "outside", f"outside the spec: {mapping.outside[event.event]}")
-        action = actions.get(event.event)
-        if action is None:  # the renderer names the unknown event (a format error)
-            continue
-        problem = _arguments(event, kinds, nodes)
-        if problem is not None:
-            return Claim(index, "argument", problem)
-        takers = _actors(action, event)
-        if event.node not in takers:
-            actor = takers[0]
-            return Claim(
-                index,
-                "actor",
-                f"{event.event} is taken by {actor!r} ({_who(action)}), but the event was "
-                f"logged by {event.node!r}",
-            )
-        last = clocks.get(event.node)
-        if last is not None and event.lamport <= last:
-            return Claim(
-                index,
-                "clock",
-                f"Lamport clock {event.lamport} of {event.node} does not grow (its previous "
-                f"event had {last})",
-            )
-        if causal:
-            problem = _receive(event, action, actors, stamps)
+    return ClaimCheck(trace.header, mapping).first_false(trace.events)
+
+
+class ClaimCheck:
+    """The claims of one trace checked as its events come, window after window (what the
+    events so far say of clocks is kept between calls: a window checked after the others
+    gets the verdict the whole trace would give)."""
+
+    def __init__(self, header: TraceHeader, mapping: ProtocolMap) -> None:
+        self.nodes = frozenset(header.nodes)
+        self.actors = self.nodes | frozenset(header.environment)
+        self.actions = {a.event: a for a in mapping.actions}
+        self.kinds = mapping.arg_kinds
+        #: events of shapes the spec leaves out on purpose, with the shape's name
+        self.outside = mapping.outside
+        self.causal = header.schema_version >= SENT_BY_VERSION
+        self.clocks: dict[str, int] = {}
+        #: per node, the Lamport clocks of its events so far (the sends a receive may name)
+        self.stamps: dict[str, set[int]] = {}
+        #: events checked so far (the next one's index is this plus one)
+        self.checked = 0
+
+    def first_false(self, events: Iterable[TraceEvent]) -> Claim | None:
+        """The first of the next ``events`` (indexed from the start of the trace) whose claim
+        is false, or None; after a false claim the check is over."""
+        nodes, actors, actions, kinds = self.nodes, self.actors, self.actions, self.kinds
+        clocks, stamps = self.clocks, self.stamps
+        for index, event in enumerate(events, start=self.checked + 1):
+            self.checked = index
+            if event.event in self.outside:  # a shape the spec leaves out on purpose
+                return Claim(index, "outside", f"outside the spec: {self.outside[event.event]}")
+            action = actions.get(event.event)
+            if action is None:  # the renderer names the unknown event (a format error)
+                continue
+            problem = _arguments(event, kinds, nodes)
             if problem is not None:
-                return Claim(index, "clock", problem)
-        clocks[event.node] = event.lamport
-        stamps.setdefault(event.node, set()).add(event.lamport)
-    return None
+                return Claim(index, "argument", problem)
+            takers = _actors(action, event)
+            if event.node not in takers:
+                actor = takers[0]
+                return Claim(
+                    index,
+                    "actor",
+                    f"{event.event} is taken by {actor!r} ({_who(action)}), but the event was "
+                    f"logged by {event.node!r}",
+                )
+            last = clocks.get(event.node)
+            if last is not None and event.lamport <= last:
+                return Claim(
+                    index,
+                    "clock",
+                    f"Lamport clock {event.lamport} of {event.node} does not grow (its previous "
+                    f"event had {last})",
+                )
+            if self.causal:
+                problem = _receive(event, action, actors, stamps)
+                if problem is not None:
+                    return Claim(index, "clock", problem)
+            clocks[event.node] = event.lamport
+            stamps.setdefault(event.node, set()).add(event.lamport)
+        return None
 
 
 def _who(action: ActionMap) -> str:

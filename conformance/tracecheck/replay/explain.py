@@ -106,7 +106,7 @@ def _explain_module(
             f"  /\\ {call}",
             f"  /\\ PrintT(<<{format_value(_POSSIBLE)}, {mapping.vars},",
             f"              <<{', '.join(post_exprs)}>> >>)",
-            "  /\\ tvCursor' = K + 1 /\\ tvHidden' = 0 /\\ UNCHANGED tvTrace",
+            "  /\\ tvCursor' = K + 1 /\\ tvHidden' = 0 /\\ UNCHANGED <<tvTrace, tvLog, tvInit>>",
             *_instead(mapping, action),
             f"ExplainNext == (tvCursor < K /\\ TraceNext) {hidden} \\/ ExplainProbe"
             + (" \\/ ExplainInstead" if instead_candidates(mapping, action) else ""),

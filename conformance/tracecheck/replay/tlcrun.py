@@ -13,7 +13,12 @@ from pathlib import Path
 from tracecheck.errors import TracecheckError
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.tracedata import DATA_FILE
-from tracecheck.replay.tracespec import TRACE_MODULE, RenderedBatch
+from tracecheck.replay.tracespec import (
+    TRACE_MODULE,
+    RenderedBatch,
+    fixed_name,
+    fixed_trace_spec,
+)
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.parser import TLAValueError, parse_value
@@ -25,7 +30,11 @@ __all__ = [
     "run_rendered",
     "spec_library",
     "spec_variables",
+    "trace_spec",
 ]
+
+#: How a checked-in trace spec is brought up to date with its mapping.
+REFRESH = "python -m tracecheck.replay.fixedspec --write"
 
 
 class CheckerError(TracecheckError):
@@ -51,6 +60,26 @@ def spec_variables(library: Sequence[Path], mapping: ProtocolMap) -> list[str] |
                 body = re.sub(r"\\\*[^\n]*", "", found[1])
                 return [v.strip() for v in body.split(",") if v.strip()]
     return None
+
+
+def trace_spec(mapping: ProtocolMap, library: Sequence[Path]) -> tuple[str, Path | None]:
+    """The protocol's trace spec (:func:`~tracecheck.replay.tracespec.fixed_trace_spec`) and
+    the checked-in file that holds it (``spec/<p>/Trace<Module>.tla``), or None when the
+    library has none (a mapping of one's own: the text is written beside the run's modules).
+    A checked-in file that differs from what the mapping says is a CheckerError: TLC would
+    check the traces against another mapping than the one the report describes."""
+    text = fixed_trace_spec(mapping, spec_variables(library, mapping))
+    name = fixed_name(mapping)
+    for folder in library:
+        path = folder / f"{name}.tla"
+        if path.is_file():
+            if path.read_text(encoding="utf-8") != text:
+                raise CheckerError(
+                    f"{path} is stale: the {mapping.protocol} mapping says otherwise; "
+                    f"rewrite it with `{REFRESH}`"
+                )
+            return text, path
+    return text, None
 
 
 def run_rendered(
@@ -81,7 +110,12 @@ def run_rendered(
     )
     with tempfile.TemporaryDirectory(prefix="tracecheck-") as tmp:
         folder = Path(tmp)
-        for name, text in (rendered.modules() | dict(extra or {})).items():
+        modules = rendered.modules()
+        if rendered.mapping is not None:
+            text, checked_in = trace_spec(rendered.mapping, library)
+            if checked_in is None:
+                modules[fixed_name(rendered.mapping)] = text
+        for name, text in (modules | dict(extra or {})).items():
             (folder / f"{name}.tla").write_text(text, encoding="utf-8")
         if rendered.data_file is not None:
             (folder / DATA_FILE).write_text(rendered.data_file, encoding="utf-8")

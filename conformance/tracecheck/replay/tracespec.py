@@ -1,20 +1,25 @@
-"""Rendering traces as TLA+: a constant data module and a trace spec that replays it.
+"""Rendering traces as TLA+: the protocol's trace spec (fixed text, checked in), and per run a
+constant data module, a root module and a cfg.
 
 TLC 2.15 has no Json module, so each trace becomes a constant in a generated module, one event
 per line as a positional tuple ``<<event, node, <<params>>, <<post values>>>>`` (the encoding the
-notes measured fastest; one long line takes SANY minutes to parse). The trace spec EXTENDS the
-protocol spec, picks a trace ``t`` in Init (several traces share one TLC run), keeps a cursor
-``l`` and a hidden-step counter ``h``, and consumes one event per step by conjoining the spec's
-own action with the event's parameters and logged post-state. A state constraint records, per
-trace, the furthest cursor reached and prints each new maximum: trace ``t`` is accepted when
-its cursor passes the last event, and otherwise the first unmatched event is that maximum.
+notes measured fastest; one long line takes SANY minutes to parse). The trace spec
+(:func:`fixed_trace_spec`, checked in as ``spec/<p>/Trace<Module>.tla``: it depends on the
+mapping and on no trace) EXTENDS the protocol spec, picks a trace ``t`` in Init (several traces
+share one TLC run), keeps a cursor ``l`` and a hidden-step counter ``h``, and consumes one event
+per step by conjoining the spec's own action with the event's parameters and logged post-state.
+A state constraint records, per trace, the furthest cursor reached and prints each new maximum:
+trace ``t`` is accepted when its cursor passes the last event, and otherwise the first unmatched
+event is that maximum. What depends on a run's traces (the events, which post expressions are
+logged as differences, the nodes, the end steps, a window's start) is in the data module; the
+root module (``TraceSpec``, or ``TraceSim``) EXTENDS the trace spec and defines the constants.
 
-A second root module, ``TraceSim``, replays the same wrappers for TLC's random simulation: one
-behaviour walks trace 1, resets the spec's variables to their initial values, walks trace 2,
-and so on, printing a marker as each trace is consumed. Simulation keeps no set of seen states
-(no fingerprints) and stops at the first dead end, so it is a fast witness of acceptance, never
-a proof of rejection: :mod:`tracecheck.replay.validate` runs the breadth-first ``TraceSpec`` on
-every trace the simulation did not accept.
+The simulation pass (``SimInit``/``SimNext`` of the same trace spec, root ``TraceSim``) walks
+trace 1, resets the spec's variables to their initial values, walks trace 2, and so on, printing
+a marker as each trace is consumed. Simulation keeps no set of seen states (no fingerprints) and
+stops at the first dead end, so it is a fast witness of acceptance, never a proof of rejection:
+:mod:`tracecheck.replay.validate` runs the breadth-first search on every trace the simulation did
+not accept.
 
 The events' text, the data module and the Java reader's file come from
 :mod:`tracecheck.replay.tracedata`. The data module is INSTANCEd, not EXTENDed: SANY runs its
@@ -24,14 +29,13 @@ are instantiated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracecheck.protocols.mapping import ProtocolMap
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap
 from tracecheck.replay.tracedata import (
     DATA_MODULE,
-    READER_DATA_MODULE,
     READER_MODULE,
     constants_for,
     data_file,
@@ -39,6 +43,7 @@ from tracecheck.replay.tracedata import (
     delta_error,
     event_lines,
     event_rows,
+    reader_data_module,
 )
 from tracecheck.tla.values import format_value
 from tracecheck.traces.load import Trace
@@ -51,8 +56,13 @@ __all__ = [
     "MAX_TAG",
     "OPS_MODULE",
     "SIM_MODULE",
+    "STATE_TAG",
     "TRACE_MODULE",
     "RenderedBatch",
+    "Window",
+    "fixed_name",
+    "fixed_trace_spec",
+    "post_keys",
     "render_batch",
 ]
 
@@ -65,6 +75,9 @@ SIM_MODULE = "TraceSim"
 DONE_TAG = "tv_done"
 #: The PrintT tag of the furthest-cursor messages, parsed by :mod:`tracecheck.replay.validate`.
 MAX_TAG = "tv_max"
+#: The PrintT tag of a state reached once a window's events are consumed
+#: (:mod:`tracecheck.replay.stream`): ``<<tag, tvHidden, <<the spec's variables>>>>``.
+STATE_TAG = "tv_state"
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,8 @@ class RenderedBatch:
     #: With the Java reader: the events file, and the folder TLC needs on its classpath.
     data_file: str | None = None
     reader: Path | None = None
+    #: The protocol's mapping: its trace spec (:func:`fixed_trace_spec`) is the roots' base.
+    mapping: ProtocolMap | None = None
 
     def modules(self) -> dict[str, str]:
         """Every generated module by name (the cfgs are not modules)."""
@@ -130,42 +145,49 @@ TVNewEntries(U, V) == {{V[x] : x \\in DOMAIN V \\ DOMAIN U}}
 """
 
 
-def _log_slot(key: int, nodes: int) -> str:
-    """The index in ``tvLog`` (a tuple) of the acting node's value for delta key ``key``."""
-    return f"{(key - 1) * nodes + 1} + TVNode[tvE[2]]"
+def fixed_name(mapping: ProtocolMap) -> str:
+    """The checked-in trace spec of a protocol: ``Trace<Module>``, beside its spec."""
+    return f"Trace{mapping.module}"
 
 
-def _wrapper(mapping: ProtocolMap, index: int, plan: DeltaPlan, frozen: str, nodes: int) -> str:
-    action = mapping.actions[index]
+def post_keys(mapping: ProtocolMap) -> dict[str, int]:
+    """Every post expression of the mapping, numbered from 1 in the order the actions first
+    use it: its slot in ``tvLog`` (with the acting node) and its entry in ``TVDelta``."""
+    keys: dict[str, int] = {}
+    for action in mapping.actions:
+        for expr in action.post.values():
+            keys.setdefault(expr, len(keys) + 1)
+    return keys
+
+
+#: Who the trace spec's steps leave unchanged besides what they assign.
+_FROZEN = "<<tvTrace, tvInit>>"
+
+
+def _wrapper(action: ActionMap, keys: dict[str, int]) -> str:
     call = action.event
     if action.params:
         call += "(" + ", ".join(f"tvE[3][{i}]" for i in range(1, len(action.params) + 1)) + ")"
-    full: list[str] = []
     rebuilt: list[str] = []
-    delta: list[str] = []
+    checks: list[str] = []
     updates: list[str] = []
     for i, expr in enumerate(action.post.values(), start=1):
-        spec_value = expr.replace("@", "tvE[2]")
-        key = plan.keys.get(expr)
-        if key is None:
-            full.append(f"     /\\ {spec_value} = tvE[4][{i}]")
-            continue
-        # The logged set is the node's previous one for this expression minus the removed
-        # elements plus the added ones (tracecheck.traces.postdelta); tvLog keeps it for the next.
-        slot = _log_slot(key, nodes)
-        rebuilt.append(f"tvV{i} == TVPatch(tvLog[{slot}], tvE[4][{i}][1], tvE[4][{i}][2])")
-        delta.append(f"        /\\ {spec_value} = tvV{i}")
-        updates.append(f"![{slot}] = tvV{i}")
-    body = list(full)
+        key = keys[expr]
+        # the logged value: whole, or (TVDelta) the node's last one patched with the step's
+        # difference (tracecheck.traces.postdelta); tvLog keeps it for the node's next
+        rebuilt.append(f"tvV{i} == TVLogged(tvE, {i}, {key})")
+        checks.append(f"        /\\ {expr.replace('@', 'tvE[2]')} = tvV{i}")
+        updates.append(f"![TVSlot({key}, tvE[2])] = IF TVDelta[{key}] THEN tvV{i} ELSE @")
+    body = ["     /\\ UNCHANGED tvLog"]
     if rebuilt:
-        body += [
+        body = [
             "     /\\ LET " + "\n            ".join(rebuilt),
             "        IN",
-            *delta,
-            f"        /\\ tvLog' = [tvLog EXCEPT {', '.join(updates)}]",
+            *checks,
+            "        /\\ tvLog' = [tvLog EXCEPT "
+            + ",\n                            ".join(updates)
+            + "]",
         ]
-    elif plan.keys:
-        body.append("     /\\ UNCHANGED tvLog")
     return "\n".join(
         [
             f"Is{action.event} ==",
@@ -174,7 +196,7 @@ def _wrapper(mapping: ProtocolMap, index: int, plan: DeltaPlan, frozen: str, nod
             f"     /\\ tvE[1] = {format_value(action.event)}",
             f"     /\\ {call}",
             *body,
-            f"  /\\ tvCursor' = tvCursor + 1 /\\ tvHidden' = 0 /\\ UNCHANGED {frozen}",
+            f"  /\\ tvCursor' = tvCursor + 1 /\\ tvHidden' = 0 /\\ UNCHANGED {_FROZEN}",
         ]
     )
 
@@ -183,13 +205,12 @@ def _wrapper(mapping: ProtocolMap, index: int, plan: DeltaPlan, frozen: str, nod
 END_STEP = "IsTVEnd"
 
 
-def _end_step(mapping: ProtocolMap, plan: DeltaPlan, frozen: str) -> str:
+def _end_step(mapping: ProtocolMap) -> str:
     """The step a finished run's trace takes after its last event: none of the spec's, a check
     that the state is quiescent (the mapping's named conditions, each its own operator so an
     explanation can say which is false)."""
     conditions = [f"TVQuiet{i} == {expr}" for i, expr in enumerate(mapping.quiescence.values(), 1)]
     quiet = " /\\ ".join(f"TVQuiet{i}" for i in range(1, len(conditions) + 1))
-    log = ", tvLog" if plan.keys else ""
     return "\n".join(
         [
             "\\* A run that says it finished (its end line) ends quiescent: one more step, at",
@@ -199,98 +220,9 @@ def _end_step(mapping: ProtocolMap, plan: DeltaPlan, frozen: str) -> str:
             "  /\\ tvCursor = Len(Traces[tvTrace]) + 1 /\\ TVEndSteps[tvTrace] = 1",
             f"  /\\ {quiet}",
             "  /\\ tvCursor' = tvCursor + 1 /\\ tvHidden' = 0",
-            f"  /\\ UNCHANGED <<{mapping.vars}{log}>> /\\ UNCHANGED {frozen}",
+            f"  /\\ UNCHANGED <<{mapping.vars}, tvLog>> /\\ UNCHANGED {_FROZEN}",
         ]
     )
-
-
-def _trace_module(
-    mapping: ProtocolMap,
-    constants: dict[str, str],
-    count: int,
-    plan: DeltaPlan,
-    nodes: Sequence[str],
-    *,
-    end_steps: Sequence[int],
-    sim_vars: Sequence[str] | None = None,
-) -> str:
-    """The breadth-first trace spec, or with ``sim_vars`` (the spec's variables, in the order
-    of its ``vars``) the simulation pass's module."""
-    frozen_vars = "tvTrace" if sim_vars is None else "<<tvTrace, tvInit>>"
-    wrappers = [
-        _wrapper(mapping, i, plan, frozen_vars, len(nodes)) for i in range(len(mapping.actions))
-    ]
-    consume = " \\/ ".join(f"Is{a.event}" for a in mapping.actions)
-    if any(end_steps):
-        wrappers.append(_end_step(mapping, plan, frozen_vars))
-        consume += f" \\/ {END_STEP}"
-    ends = ", ".join(str(n) for n in end_steps) if any(end_steps) else None
-    hidden = ""
-    disjuncts = [consume]
-    variables = "tvTrace, tvCursor, tvHidden"
-    log_init: list[str] = []
-    if plan.keys:
-        variables += ", tvLog"
-        # A tuple with one slot per (key, node), key-major, not a function over <<key, node>>
-        # pairs: TLC rebuilds a function's hash index at the first lookup after each EXCEPT
-        # (7% of TLC's CPU on 20 RRef traces; a tuple is indexed directly: 9% less TLC CPU),
-        # and not a constructor [p \in ... |-> {}], which TLC keeps lazy and chains every
-        # EXCEPT onto (a 5,600-event trace spent a fifth of its time there). TVNode numbers
-        # the nodes from 0; it is a constant, so TLC indexes it once.
-        slots = len(plan.keys) * len(nodes)
-        log_init = [
-            "TVLog0 == <<" + ", ".join(["{}"] * slots) + ">>",
-            "TVNode == " + " @@ ".join(f"({format_value(n)} :> {i})" for i, n in enumerate(nodes)),
-        ]
-    if sim_vars is not None:
-        variables += ", tvInit"
-    if mapping.hidden_steps and mapping.max_hidden:
-        steps = " \\/ ".join(mapping.hidden_steps)
-        frozen = "<<tvCursor, tvTrace, tvLog" if plan.keys else "<<tvCursor, tvTrace"
-        frozen += ", tvInit>>" if sim_vars is not None else ">>"
-        hidden = (
-            "\\* Unlogged steps the implementation really performs, a bounded number in a row.\n"
-            f"HiddenStep == tvHidden < {mapping.max_hidden} /\\ ({steps}) "
-            f"/\\ tvHidden' = tvHidden + 1 /\\ UNCHANGED {frozen}\n"
-        )
-        disjuncts.append("HiddenStep")
-    overrides = "\n".join(f"TV_{name} == {expr}" for name, expr in constants.items())
-    start = f"tvTrace \\in 1..{count}" if sim_vars is None else "tvTrace = 1"
-    init = [
-        f"TraceInit == {start} /\\ tvCursor = 1 /\\ tvHidden = 0",
-        f"             /\\ {mapping.init}",
-        *(["             /\\ tvLog = TVLog0"] if plan.keys else []),
-        *([f"             /\\ tvInit = {mapping.vars}"] if sim_vars is not None else []),
-    ]
-    name = TRACE_MODULE if sim_vars is None else SIM_MODULE
-    tail = _watch(count) if sim_vars is None else _sim_tail(sim_vars, plan)
-    # a trace is consumed once its cursor passes its events and its end step, if any
-    length = "TVLen(t) == Len(Traces[t])" + (" + TVEndSteps[t]" if ends else "")
-    if ends:  # 1 for a trace whose run finished: it takes the end step
-        length = f"TVEndSteps == <<{ends}>>\n{length}"
-    body = "\n".join(
-        [
-            f"---- MODULE {name} ----",
-            "\\* Generated by tracecheck from the protocol's mapping table; do not edit.",
-            f"EXTENDS {mapping.module}, TLC, Naturals, Sequences, FiniteSets, {OPS_MODULE}",
-            f"INSTANCE {DATA_MODULE}",
-            f"VARIABLES {variables}",
-            overrides,
-            *_NORM,
-            *log_init,
-            length,
-            "",
-            *init,
-            "",
-            *(w + "\n" for w in wrappers),
-            hidden,
-            "TraceNext == " + " \\/ ".join(disjuncts),
-            "",
-            *tail,
-            "====",
-        ]
-    )
-    return body + "\n"
 
 
 #: ``TVNorm(S)`` is ``S``, sorted in place first. TLC keeps a set built by \cup or \ (what a
@@ -306,29 +238,189 @@ _NORM = [
 ]
 
 
-def _watch(count: int) -> list[str]:
-    return [
-        "\\* Per trace, the furthest cursor reached; each new maximum is printed.",
-        f"ASSUME \\A i \\in 1..{count} : TLCSet(i, 0)",
-        "TraceWatch == tvCursor > TLCGet(tvTrace) => (TLCSet(tvTrace, tvCursor) /\\ "
-        f"PrintT(<<{format_value(MAX_TAG)}, tvTrace, tvCursor>>))",
+def fixed_trace_spec(mapping: ProtocolMap, variables: Sequence[str] | None) -> str:
+    """The trace spec of ``mapping``'s protocol: everything that does not depend on a trace
+    (the wrappers, the end step, hidden steps, the cursor machinery and both passes' Init
+    and Next), checked in as ``spec/<p>/Trace<Module>.tla`` (:func:`fixed_name`). What does
+    depend on the traces of a run (the events, which sets are logged as differences, the
+    nodes, which traces end with the end step, a window's start states) is the generated
+    data module's. ``variables``: the spec's, in the order of its ``vars`` (None: not
+    known; then the simulation pass and windows are left out)."""
+    keys = post_keys(mapping)
+    wrappers = [_wrapper(a, keys) for a in mapping.actions]
+    consume = " \\/ ".join(f"Is{a.event}" for a in mapping.actions)
+    if mapping.quiescence:
+        wrappers.append(_end_step(mapping))
+        consume += f" \\/ {END_STEP}"
+    disjuncts = [consume]
+    hidden: list[str] = []
+    if mapping.hidden_steps and mapping.max_hidden:
+        steps = " \\/ ".join(mapping.hidden_steps)
+        hidden = [
+            "\\* Unlogged steps the implementation really performs, a bounded number in a row.",
+            f"HiddenStep == tvHidden < {mapping.max_hidden} /\\ ({steps}) "
+            "/\\ tvHidden' = tvHidden + 1 /\\ UNCHANGED <<tvCursor, tvTrace, tvLog, tvInit>>",
+            "",
+        ]
+        disjuncts.append("HiddenStep")
+    start = ["     ELSE tvHidden = 0 /\\ " + mapping.init]
+    if variables:
+        assign = [f"            /\\ {v} = tvS[{i}]" for i, v in enumerate(variables, 2)]
+        start = [
+            "  /\\ IF TVFromStart",
+            "     THEN \\E tvS \\in TVStart :",
+            "            /\\ tvHidden = tvS[1]",
+            *assign,
+            *start,
+        ]
+    else:
+        start = [f"  /\\ tvHidden = 0 /\\ {mapping.init}"]
+    name = fixed_name(mapping)
+    lines = [
+        f" MODULE {name} ".center(77, "-"),
+        *_box(
+            [
+                f"Trace validation against {mapping.module}.tla: tracecheck replays an",
+                "implementation's trace by conjoining each event with the spec action it",
+                "names, with the event's parameters and its logged post-state",
+                "(docs/conformance.md). A trace is accepted iff some behaviour consumes",
+                "every event (and a finished run's end step); the furthest cursor TLC",
+                "reaches names the first event no behaviour explains.",
+                "",
+                "Generated from the protocol's mapping table (tracecheck.protocols) by",
+                "    python -m tracecheck.replay.fixedspec --write",
+                "and checked against it before each TLC run and by tests: do not edit.",
+                "The traces, and what depends on them (which logged sets are",
+                "differences, the nodes, the end steps, a window's start), are in the",
+                "generated module TraceData; the constants in the generated root.",
+            ]
+        ),
+        f"EXTENDS {mapping.module}, TLC, Naturals, Sequences, FiniteSets, {OPS_MODULE}",
+        f"INSTANCE {DATA_MODULE}",
+        "\\* which trace, its cursor, hidden steps since the last event, the logged sets rebuilt",
+        "\\* (tvLog), and the spec's initial values (tvInit, the simulation pass's resets)",
+        "VARIABLES tvTrace, tvCursor, tvHidden, tvLog, tvInit",
+        "",
+        *_NORM,
+        "\\* A trace is consumed once its cursor passes its events and its end step, if any.",
+        "TVLen(t) == Len(Traces[t]) + TVEndSteps[t]",
+        "\\* tvLog is a tuple with one slot per (post expression k, node), key-major.",
+        "TVSlot(k, n) == (k - 1) * TVNodes + 1 + TVNode[n]",
+        "\\* Post field i of event e (expression k) as logged: whole, or when TVDelta[k] the",
+        "\\* node's last value patched with <<removed, added>>.",
+        "TVLogged(e, i, k) ==",
+        "  IF TVDelta[k] THEN TVPatch(tvLog[TVSlot(k, e[2])], e[4][i][1], e[4][i][2]) ELSE e[4][i]",
+        "",
+        "\\* Breadth-first search: any trace of the run; a window goes on from TVStart.",
+        "TraceInit ==",
+        "  /\\ tvTrace \\in 1..Len(Traces) /\\ tvCursor = 1 /\\ tvLog = TVLog0 /\\ tvInit = <<>>",
+        *start,
+        "",
+        *(w + "\n" for w in wrappers),
+        *hidden,
+        "TraceNext == " + " \\/ ".join(disjuncts),
+        "",
+        "\\* Per trace, the furthest cursor reached; each new maximum is printed. In a window of",
+        "\\* a longer trace (TVPrintEnds), every state that consumed it is printed too.",
+        "ASSUME \\A i \\in 1..Len(Traces) : TLCSet(i, 0)",
+        "TraceWatch ==",
+        "  /\\ (tvCursor > TLCGet(tvTrace) => (TLCSet(tvTrace, tvCursor) /\\ "
+        f"PrintT(<<{format_value(MAX_TAG)}, tvTrace, tvCursor>>)))",
     ]
+    if variables:
+        lines.append(
+            "  /\\ (TVPrintEnds /\\ tvCursor > TVLen(tvTrace) => "
+            f"PrintT(<<{format_value(STATE_TAG)}, tvHidden, <<{', '.join(variables)}>>>>))"
+        )
+        lines += ["", *_sim_tail(mapping, variables, start)]
+    lines.append("=" * 77)
+    return "\n".join(lines) + "\n"
 
 
-def _sim_tail(sim_vars: Sequence[str], plan: DeltaPlan) -> list[str]:
+def _box(text: Sequence[str]) -> list[str]:
+    """``text`` as a boxed TLA+ comment, the style of the specs beside it."""
+    rule = "(" + "*" * 75 + ")"
+    return [rule, *(f"(* {line:<71} *)" for line in text), rule]
+
+
+def _sim_tail(mapping: ProtocolMap, variables: Sequence[str], start: Sequence[str]) -> list[str]:
     # TLC cannot assign through ``vars' = tvInit`` nor prime Init, hence one conjunct per
     # variable; the values were captured from Init in the first state.
-    reset = " /\\ ".join(f"{v}' = tvInit[{i}]" for i, v in enumerate(sim_vars, start=1))
-    log = " /\\ tvLog' = TVLog0" if plan.keys else ""
+    reset = " /\\ ".join(f"{v}' = tvInit[{i}]" for i, v in enumerate(variables, start=1))
+    spec_vars = ", ".join(variables)
     return [
-        "\\* Simulation pass: trace after trace in one behaviour, the spec reset in between.",
+        "\\* Simulation pass: trace after trace in one behaviour, the spec reset in between",
+        "\\* (a window of a long trace: one of TVStart's states, and its end state printed).",
+        "SimInit ==",
+        "  /\\ tvTrace = 1 /\\ tvCursor = 1 /\\ tvLog = TVLog0",
+        *start,
+        f"  /\\ tvInit = {mapping.vars}",
         "TraceReset == tvCursor > TVLen(tvTrace) /\\ tvTrace < Len(Traces)",
         "  /\\ tvTrace' = tvTrace + 1 /\\ tvCursor' = 1 /\\ tvHidden' = 0",
-        f"  /\\ {reset}{log} /\\ UNCHANGED tvInit",
+        f"  /\\ {reset} /\\ tvLog' = TVLog0 /\\ UNCHANGED tvInit",
         "SimNext == TraceNext \\/ TraceReset",
         "\\* An invariant that always holds and prints when a trace is consumed.",
-        f"TraceDone == tvCursor > TVLen(tvTrace) => PrintT(<<{format_value(DONE_TAG)}, tvTrace>>)",
+        "TraceDone == tvCursor > TVLen(tvTrace) =>",
+        f"  /\\ PrintT(<<{format_value(DONE_TAG)}, tvTrace>>)",
+        f"  /\\ (TVPrintEnds => PrintT(<<{format_value(STATE_TAG)}, tvHidden, <<{spec_vars}>>>>))",
     ]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window of a longer trace: the states the previous window ended in (TLA+ text of
+    ``<<tvHidden, vars...>>``; None for the first window, which starts in Init), and whether
+    a window follows (then every state that consumed this one is printed, tagged
+    :data:`STATE_TAG`)."""
+
+    start: tuple[str, ...] | None
+    more: bool
+
+
+def _parameters(
+    mapping: ProtocolMap,
+    plan: DeltaPlan,
+    nodes: Sequence[str],
+    end_steps: Sequence[int],
+    window: Window | None,
+) -> list[str]:
+    """What the trace spec reads from the data module besides ``Traces``."""
+    keys = post_keys(mapping)
+    delta = ", ".join("TRUE" if e in plan.keys else "FALSE" for e in keys)
+    # A tuple with one slot per (key, node), key-major, not a function over <<key, node>>
+    # pairs: TLC rebuilds a function's hash index at the first lookup after each EXCEPT (7% of
+    # TLC's CPU on 20 RRef traces; a tuple is indexed directly: 9% less TLC CPU), and not a
+    # constructor [p \in ... |-> {}], which TLC keeps lazy and chains every EXCEPT onto (a
+    # 5,600-event trace spent a fifth of its time there). TVNode numbers the nodes from 0.
+    slots = len(keys) * len(nodes)
+    start = window.start if window is not None else None
+    return [
+        "\\* This run's parameters (per trace, 1 when it takes the end step; the acting nodes;",
+        "\\* per post expression, whether it is logged as differences; a window's start).",
+        "TVEndSteps == <<" + ", ".join(str(n) for n in end_steps) + ">>",
+        f"TVNodes == {len(nodes)}",
+        "TVNode == " + " @@ ".join(f"({format_value(n)} :> {i})" for i, n in enumerate(nodes)),
+        f"TVDelta == <<{delta}>>",
+        "TVLog0 == <<" + ", ".join(["{}"] * slots) + ">>",
+        f"TVPrintEnds == {'TRUE' if window is not None and window.more else 'FALSE'}",
+        f"TVFromStart == {'FALSE' if start is None else 'TRUE'}",
+        "TVStart == {" + ("" if start is None else "\n" + ",\n".join(start)) + "}",
+    ]
+
+
+def _root(name: str, fixed: str, constants: dict[str, str]) -> str:
+    """A run's root module: the checked-in trace spec, and the constants the cfg gives the
+    spec (from the traces' header and, derived, from the traces)."""
+    return "\n".join(
+        [
+            f"---- MODULE {name} ----",
+            f"\\* Generated by tracecheck: the constants of this run; the trace spec is {fixed}.",
+            f"EXTENDS {fixed}",
+            *(f"TV_{k} == {v}" for k, v in constants.items()),
+            "====",
+            "",
+        ]
+    )
 
 
 def render_batch(
@@ -338,16 +430,23 @@ def render_batch(
     compact: bool = False,
     variables: Sequence[str] | None = None,
     reader: Path | None = None,
+    window: Window | None = None,
+    derived: Mapping[str, str] | None = None,
 ) -> RenderedBatch:
-    """Render traces that share their constants into one data module, trace spec and cfg.
+    """Render traces that share their constants into one data module, root module and cfg
+    (the trace spec around them is the protocol's fixed one, :func:`fixed_trace_spec`).
 
     ``compact`` logs set-valued post fields as differences
     (:mod:`tracecheck.traces.postdelta`), which keeps the data module linear in the trace's
     length; the explain pass reads the literal values, so it renders without. ``variables``
-    (the spec's, in the order of its ``vars``) adds the simulation pass's module and cfg.
+    (the spec's, in the order of its ``vars``) adds the simulation pass's root and cfg.
     ``reader`` (from
     :func:`tracecheck.replay.javareader.reader_classes`) writes the events to a file that TLC reads
     through the Java override instead of parsing a TLA+ constant module.
+
+    ``window`` renders one trace that is a window of a longer one (breadth-first only, no
+    simulation module: :mod:`tracecheck.replay.stream`), with ``derived`` the constants
+    derived from the whole trace (else ``mapping.derive`` of ``traces``).
     """
     if not traces:
         raise ValueError("render_batch needs at least one trace")
@@ -355,7 +454,11 @@ def render_batch(
     for trace in traces[1:]:
         if constants_for(trace, mapping) != constants:
             raise ValueError(f"{trace.source}: its constants differ; render it in its own batch")
-    if mapping.derive is not None:
+    if window is not None and len(traces) != 1:
+        raise ValueError("a window is one trace")
+    if derived is not None:
+        constants |= dict(derived)
+    elif mapping.derive is not None:
         constants |= dict(mapping.derive(traces))
     rows = event_rows(traces, mapping)
     shapes = [[(r.node, r.post) for r in events] for events in rows]
@@ -380,25 +483,28 @@ def render_batch(
         cfg.append("CONSTANTS")
         cfg += [f"  {name} <- TV_{name}" for name in constants]
     text = "\n".join(cfg) + "\n"
+    fixed = fixed_name(mapping)
     sim_module = sim_cfg = None
     if variables:
-        sim_module = _trace_module(
-            mapping, constants, len(traces), plan, nodes, end_steps=end_steps, sim_vars=variables
-        )
-        sim_cfg = text.replace("NEXT TraceNext", "NEXT SimNext").replace(
-            "CONSTRAINT TraceWatch", "INVARIANT TraceDone"
+        sim_module = _root(SIM_MODULE, fixed, constants)
+        sim_cfg = (
+            text.replace("INIT TraceInit", "INIT SimInit")
+            .replace("NEXT TraceNext", "NEXT SimNext")
+            .replace("CONSTRAINT TraceWatch", "INVARIANT TraceDone")
         )
     lines = event_lines(traces, rows, posts)
+    parameters = _parameters(mapping, plan, nodes, end_steps, window)
     return RenderedBatch(
-        data_module=READER_DATA_MODULE if reader else data_module(traces, lines),
+        data_module=(
+            reader_data_module(parameters) if reader else data_module(traces, lines, parameters)
+        ),
         data_file=data_file(lines) if reader else None,
         reader=reader,
-        trace_module=_trace_module(
-            mapping, constants, len(traces), plan, nodes, end_steps=end_steps
-        ),
+        trace_module=_root(TRACE_MODULE, fixed, constants),
         cfg=text,
         lengths=tuple(len(t.events) for t in traces),
         end_steps=tuple(end_steps),
         sim_module=sim_module,
         sim_cfg=sim_cfg,
+        mapping=mapping,
     )

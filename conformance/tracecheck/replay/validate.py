@@ -40,6 +40,7 @@ from tracecheck.replay.claims import Claim, first_false_claim
 from tracecheck.replay.ending import explain_end
 from tracecheck.replay.explain import explain_rejection
 from tracecheck.replay.javareader import reader_classes
+from tracecheck.replay.stream import stream_file
 from tracecheck.replay.tlcrun import CheckerError, spec_library, spec_variables
 from tracecheck.replay.tracedata import header_constants
 from tracecheck.replay.verdicts import Rejection, TraceVerdict, ValidationReport
@@ -95,6 +96,7 @@ def validate_files(
     options: TLCOptions | None = None,
     simulate: bool = True,
     probe_events: int | None = None,
+    window: int | None = None,
 ) -> tuple[list[Trace], ValidationReport]:
     """:func:`validate_traces` on trace files, each loaded just before its chunk is rendered:
     TLC checks the first chunk while the next files are read (their headers and line counts,
@@ -103,29 +105,51 @@ def validate_files(
     A file already peeked at (:func:`tracecheck.traces.load.peek_trace`) may be passed as its peek.
 
     ``probe_events``: a file of more than twice that many events is first checked on its first
-    ``probe_events`` events alone (only those lines are read); if the spec or a claim rejects
-    that prefix, the rejection is the file's verdict (a behaviour that explains the whole
-    trace explains its prefix, and a prefix says nothing of a finished run's end), and the
-    rest of the file is never read, rendered or given to TLC; an accepted prefix sends the
-    file on to be checked whole. So a rejection near the start of a long file costs what the
-    prefix costs. The returned trace of a file decided so is its prefix.
+    ``probe_events`` events alone (only those lines are read), then on twice as many, and so
+    on (each prefix while it is under half the file, and with ``window`` at most that): the
+    first prefix the spec or a claim rejects is the file's verdict (a behaviour that explains
+    the whole trace explains its prefix, and a prefix says nothing of a finished run's end),
+    and the rest of the file is never read, rendered or given to TLC. The rejecting prefix's
+    breadth-first pass names the first unmatched event itself, so a rejection at event k
+    costs about log2(k / probe_events) + 2 TLC runs and k events read. A file whose prefixes
+    are all accepted is checked whole, or, with ``window`` and more than that many events
+    (a regular file), in windows of that many events (:mod:`tracecheck.replay.stream`:
+    memory bounded by the window, the same verdict). The returned trace of a file decided on
+    a prefix is that prefix; of a file checked in windows, its events up to the rejection,
+    or its first window when accepted.
     """
     started = time.monotonic()
     peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]
     explain_at_most = explain_limit if explain else 0
     decided: dict[int, tuple[Trace, TraceVerdict]] = {}
-    first: ValidationReport | None = None
+    spent = _Spent()
+    streamed: list[int] = []
     if probe_events:
-        long = [i for i, p in enumerate(peeks) if p.lines > 2 * probe_events]
-        if long:
-            prefixes = [_first_events(peeks[i], probe_events) for i in long]
+        size = probe_events
+        pending = [i for i, p in enumerate(peeks) if p.lines > 2 * probe_events]
+        while pending:
+            prefixes = [_first_events(peeks[i], size) for i in pending]
             probed = [_Source(t.source, t.header, len(t.events), trace=t) for t in prefixes]
             shown, first = _validate(
                 probed, mapping, spec_root, started, explain_at_most, options, simulate
             )
-            for i, trace, verdict in zip(long, shown, first.verdicts, strict=True):
+            spent.add(first)
+            size *= 2
+            more: list[int] = []
+            for i, trace, verdict in zip(pending, shown, first.verdicts, strict=True):
                 if not verdict.accepted:
                     decided[i] = (trace, verdict)
+                elif peeks[i].lines > 2 * size and (window is None or size <= window):
+                    more.append(i)
+                elif window is not None and peeks[i].lines > window and peeks[i].trace is None:
+                    streamed.append(i)
+            pending = more
+    explained = sum(1 for _, v in decided.values() if v.explanation)
+    for i in streamed:
+        assert window is not None
+        limit = None if explain_at_most is None else max(0, explain_at_most - explained)
+        decided[i] = _stream(peeks[i], mapping, spec_root, limit, options, window, spent)
+        explained += bool(decided[i][1].explanation)
     rest = [i for i in range(len(peeks)) if i not in decided]
     # (a pipe, FIFO or device was read whole to be peeked at: its trace is in the peek)
     sources = [
@@ -135,9 +159,62 @@ def validate_files(
     traces, report = _validate(
         sources, mapping, spec_root, started, explain_at_most, options, simulate
     )
-    if first is None:
+    if not decided and not spent.runs:
         return traces, report
-    return _merged(len(peeks), rest, traces, report, decided, first, started)
+    return _merged(len(peeks), rest, traces, report, decided, spent, started)
+
+
+class _Spent:
+    """What the runs before the last one (probes, windows) cost and saw."""
+
+    def __init__(self) -> None:
+        self.runs = self.simulated = self.distinct = 0
+        #: the events of the files accepted in windows (the last run counts the others)
+        self.coverage: Counter[str] = Counter()
+
+    def add(self, report: ValidationReport) -> None:
+        self.runs += report.tlc_runs
+        self.simulated += report.simulated
+        self.distinct += report.distinct_states
+
+
+def _stream(  # noqa: PLR0917 - validate_files' options, passed on
+    peek: TracePeek,
+    mapping: ProtocolMap,
+    spec_root: Path,
+    explain_limit: int | None,
+    options: TLCOptions | None,
+    window: int,
+    spent: _Spent,
+) -> tuple[Trace, TraceVerdict]:
+    """A file checked in windows (:mod:`tracecheck.replay.stream`), and its rejection
+    explained on its events up to the rejection (which a rejection at event k reads anyway)."""
+    library = spec_library(spec_root, mapping)
+    got = stream_file(
+        peek.path,
+        peek.header,
+        mapping,
+        library,
+        spec_variables(library, mapping),
+        options,
+        reader_classes(),
+        window=window,
+        check_schema=check_schema,
+    )
+    spent.runs += got.runs
+    spent.distinct += got.distinct
+    spent.coverage += got.coverage
+    trace, verdict = got.trace, got.verdict
+    rejection = verdict.rejection
+    if rejection is not None:
+        # the events up to the rejection (every event before an end step's: the whole trace)
+        trace = load_trace(peek.path, max_events=rejection.index if rejection.event else None)
+        if rejection.kind in ("spec", "end") and explain_limit != 0:
+            explain_one = explain_end if rejection.kind == "end" else explain_rejection
+            explanation = explain_one(trace, rejection.index, mapping, library, options)
+            spent.runs += 1
+            verdict = verdict.model_copy(update={"explanation": explanation})
+    return trace, verdict
 
 
 def _first_events(peek: TracePeek, events: int) -> Trace:
@@ -148,27 +225,30 @@ def _first_events(peek: TracePeek, events: int) -> Trace:
     return load_trace(peek.path, max_events=events)
 
 
-def _merged(  # noqa: PLR0917 - the two runs of validate_files and what they decided
+def _merged(  # noqa: PLR0917 - the runs of validate_files and what they decided
     count: int,
     rest: Sequence[int],
     traces: Sequence[Trace],
     report: ValidationReport,
     decided: dict[int, tuple[Trace, TraceVerdict]],
-    first: ValidationReport,
+    spent: _Spent,
     started: float,
 ) -> tuple[list[Trace], ValidationReport]:
-    """The files' traces and verdicts in their order: those decided on their prefix, and the
-    others from the whole run; the figures of both runs together."""
+    """The files' traces and verdicts in their order: those decided on a prefix or in
+    windows, and the others from the last run; the figures of all runs together."""
     whole = dict(zip(rest, zip(traces, report.verdicts, strict=True), strict=True))
     pairs = [decided[i] if i in decided else whole[i] for i in range(count)]
     seconds = time.monotonic() - started
-    events = report.events + sum(len(t.events) for t, _ in decided.values())
+    events = report.events + sum(v.events for _, v in decided.values())
+    coverage = Counter(report.coverage) + spent.coverage
     return [t for t, _ in pairs], report.model_copy(
         update={
             "verdicts": [v for _, v in pairs],
-            "tlc_runs": report.tlc_runs + first.tlc_runs,
-            "simulated": report.simulated + first.simulated,
-            "distinct_states": report.distinct_states + first.distinct_states,
+            "coverage": dict(sorted(coverage.items())),
+            "uncovered": sorted(set(report.uncovered) - set(coverage)),
+            "tlc_runs": report.tlc_runs + spent.runs,
+            "simulated": report.simulated + spent.simulated,
+            "distinct_states": report.distinct_states + spent.distinct,
             "events": events,
             "seconds": seconds,
             "rate": events / seconds if seconds else 0.0,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple
 
@@ -49,6 +49,7 @@ __all__ = [
     "merge_traces",
     "parse_trace_lines",
     "peek_trace",
+    "trace_windows",
 ]
 
 
@@ -104,12 +105,23 @@ def parse_trace_lines(
     """Parse a whole trace; the header must come first and events must follow per-node order.
     With ``max_events``, only the trace's first that many events (as a run that did not say
     it finished): the lines after them are not read."""
+    return next(_windows(lines, source, max_events, whole=True))[0]
+
+
+def _windows(
+    lines: Iterable[str], source: str, size: int | None, *, whole: bool = False
+) -> Iterator[tuple[Trace, bool]]:
+    """The trace's events in windows of ``size`` (all of them: None), each a :class:`Trace`
+    of the same header and source whose lines are the file's, and whether it is the last;
+    only the last carries the end line. ``whole``: stop after the first window
+    (:func:`parse_trace_lines`)."""
     header: TraceHeader | None = None
     events: list[TraceEvent] = []
     numbers: list[int] = []
     last_seq: dict[str, int] = {}
     last_line = 0
     end: TraceEnd | None = None
+    held = False  # a full window waits for the next event (then it is not the last)
     for number, text in enumerate(lines, start=1):
         last_line = number
         if not text.strip():
@@ -141,15 +153,47 @@ def parse_trace_lines(
                 f"expected {expected} (a lost or repeated line?)",
             )
         last_seq[event.node] = event.seq
+        if held:
+            yield _window(source, header, events, numbers, None), False
+            events, numbers, held = [], [], False
         events.append(event)
         numbers.append(number)
-        if len(events) == max_events:
-            break
+        if len(events) == size:
+            if whole:
+                break
+            held = True
     if header is None:
         raise TraceFormatError(source, None, "empty trace: no header line")
     if not events:
         raise TraceFormatError(source, last_line, "trace has a header but no events")
+    yield _window(source, header, events, numbers, end), True
+
+
+def _window(
+    source: str,
+    header: TraceHeader,
+    events: list[TraceEvent],
+    numbers: list[int],
+    end: TraceEnd | None,
+) -> Trace:
     return Trace(source=source, header=header, events=tuple(events), lines=tuple(numbers), end=end)
+
+
+def trace_windows(
+    path: Path, size: int, *, idle: float = IDLE_SECONDS
+) -> Iterator[tuple[Trace, bool]]:
+    """The trace file's events in windows of ``size`` events, read as they are asked for (one
+    window and the next event in memory at a time): each window is a :class:`Trace` of the
+    file's header and source, its lines the file's, with whether it is the last (only the
+    last holds the end line).
+    Every line is checked as :func:`load_trace` checks it (the per-node ``seq`` across
+    windows too); a malformed line is its TraceFormatError when its window is asked for."""
+    source = str(path)
+    with open_trace(path, idle) as file:
+        try:
+            yield from _windows(trace_lines(file, source), source, size)
+        except OSError as exc:
+            raise TraceFormatError(source, None, f"cannot read: {exc.strerror}") from exc
 
 
 #: The longest node name a header may give.
