@@ -214,6 +214,28 @@ IsRetrieveContext ==
      /\ UNCHANGED tvLog
   /\ tvCursor' = tvCursor + 1 /\ tvHidden' = 0 /\ UNCHANGED <<tvTrace, tvInit>>
 
+IsFetchStoredValue ==
+  /\ tvCursor <= Len(Traces[tvTrace])
+  /\ LET tvE == Traces[tvTrace][tvCursor] IN
+     /\ tvE[1] = "FetchStoredValue"
+     /\ FetchStoredValue(tvE[3][1], tvE[3][2], tvE[3][3])
+     /\ LET tvV1 == TVLogged(tvE, 1, 8)
+        IN
+        /\ {tvH \in handlers' : tvH.w = (CHOOSE tvW \in Workers : ToString(tvW) = tvE[2])} = tvV1
+        /\ tvLog' = [tvLog EXCEPT ![TVSlot(8, tvE[2])] = IF TVDelta[8] THEN tvV1 ELSE @]
+  /\ tvCursor' = tvCursor + 1 /\ tvHidden' = 0 /\ UNCHANGED <<tvTrace, tvInit>>
+
+IsUdfRaises ==
+  /\ tvCursor <= Len(Traces[tvTrace])
+  /\ LET tvE == Traces[tvTrace][tvCursor] IN
+     /\ tvE[1] = "UdfRaises"
+     /\ UdfRaises(tvE[3][1], tvE[3][2])
+     /\ LET tvV1 == TVLogged(tvE, 1, 8)
+        IN
+        /\ {tvH \in handlers' : tvH.w = (CHOOSE tvW \in Workers : ToString(tvW) = tvE[2])} = tvV1
+        /\ tvLog' = [tvLog EXCEPT ![TVSlot(8, tvE[2])] = IF TVDelta[8] THEN tvV1 ELSE @]
+  /\ tvCursor' = tvCursor + 1 /\ tvHidden' = 0 /\ UNCHANGED <<tvTrace, tvInit>>
+
 IsRetryCleanup ==
   /\ tvCursor <= Len(Traces[tvTrace])
   /\ LET tvE == Traces[tvTrace][tvCursor] IN
@@ -287,6 +309,14 @@ IsCrash ==
                             ![TVSlot(9, tvE[2])] = IF TVDelta[9] THEN tvV15 ELSE @,
                             ![TVSlot(8, tvE[2])] = IF TVDelta[8] THEN tvV16 ELSE @,
                             ![TVSlot(18, tvE[2])] = IF TVDelta[18] THEN tvV17 ELSE @]
+  /\ tvCursor' = tvCursor + 1 /\ tvHidden' = 0 /\ UNCHANGED <<tvTrace, tvInit>>
+
+IsPeerDied ==
+  /\ tvCursor <= Len(Traces[tvTrace])
+  /\ LET tvE == Traces[tvTrace][tvCursor] IN
+     /\ tvE[1] = "PeerDied"
+     /\ PeerDied(tvE[3][1], tvE[3][2])
+     /\ UNCHANGED tvLog
   /\ tvCursor' = tvCursor + 1 /\ tvHidden' = 0 /\ UNCHANGED <<tvTrace, tvInit>>
 
 IsBackwardError ==
@@ -624,7 +654,7 @@ IsNewContextRefused ==
      /\ UNCHANGED tvLog
   /\ tvCursor' = tvCursor + 1 /\ tvHidden' = 0 /\ UNCHANGED <<tvTrace, tvInit>>
 
-TraceNext == IsNewContext \/ IsSendMessageWithAutograd \/ IsNestedSendMessageWithAutograd \/ IsReleaseContext \/ IsDistEngineExecute \/ IsRetrieveContext \/ IsRetryCleanup \/ IsLoseCleanupMsg \/ IsCrash \/ IsBackwardError \/ IsProcessForwardAutogradReq \/ IsFinishForwardAutogradReq \/ IsDeserializeForwardAutogradResp \/ IsDeserializeResponse \/ IsPollTimeoutRpcs \/ IsProcessCleanupAutogradContextReq \/ IsReleaseOrphanedContext \/ IsDiscard \/ IsRecvRpcBackwardApply \/ IsProcessBackwardAutogradReq \/ IsProcessBackwardAutogradResp \/ IsCleanupBackwardPass \/ IsProcessBackwardStart \/ IsProcessBackwardAck \/ IsNewContextRefused
+TraceNext == IsNewContext \/ IsSendMessageWithAutograd \/ IsNestedSendMessageWithAutograd \/ IsReleaseContext \/ IsDistEngineExecute \/ IsRetrieveContext \/ IsFetchStoredValue \/ IsUdfRaises \/ IsRetryCleanup \/ IsLoseCleanupMsg \/ IsCrash \/ IsPeerDied \/ IsBackwardError \/ IsProcessForwardAutogradReq \/ IsFinishForwardAutogradReq \/ IsDeserializeForwardAutogradResp \/ IsDeserializeResponse \/ IsPollTimeoutRpcs \/ IsProcessCleanupAutogradContextReq \/ IsReleaseOrphanedContext \/ IsDiscard \/ IsRecvRpcBackwardApply \/ IsProcessBackwardAutogradReq \/ IsProcessBackwardAutogradResp \/ IsCleanupBackwardPass \/ IsProcessBackwardStart \/ IsProcessBackwardAck \/ IsNewContextRefused
 
 \* Per trace, the furthest cursor reached; each new maximum is printed. In a window of
 \* a longer trace (TVPrintEnds), every state that consumed it is printed too.
