@@ -272,23 +272,32 @@ def probe(clock: int) -> tuple[int, dict[str, int]]:
     return world().recorder.clock, _debug() | _agent()
 
 
-def _idle(sample: dict[str, int], remote: bool) -> bool:
-    """No context anywhere can be the target of a pending cleanup, and the agent runs nothing
-    but this probe: no call awaits an answer, no request (a UDF, a backward request) runs."""
-    return (
-        sample["num_autograd_contexts"] == 0
-        and sample.get("client_active_calls", 0) == 0
-        and sample.get("server_active_async_calls", 0) == 0
-        and sample.get("server_active_calls", 0) <= (1 if remote else 0)
+_GAUGES: Final = ("client_active_calls", "server_active_calls", "server_active_async_calls")
+
+
+def _gauges(sample: dict[str, int]) -> tuple[int, ...]:
+    return tuple(sample.get(k, 0) for k in _GAUGES)
+
+
+def _idle(now: list[dict[str, int]], base: list[tuple[int, ...]]) -> bool:
+    """No context anywhere can be the target of a pending cleanup, and every agent runs what
+    it ran at the last quiet point (``base``): nothing but the probe itself at first; after a
+    FAST-mode hang, also the gradient request its graph task never answers, which stays
+    active for good (a call that started since would show as one more)."""
+    return all(
+        x["num_autograd_contexts"] == 0 and _gauges(x) == b for x, b in zip(now, base, strict=True)
     )
 
 
 def settle_all(workers: list[str], wait: float) -> None:
     """On the conductor: probe every worker every 0.1 s until two reads in a row are equal
-    and idle (no context anywhere, no active call: nothing of torch's can still change a
-    counter), or, while some worker holds a context (a cleanup may wait for its re-send),
-    until the reads have held still for 1.5 s; at most ``wait`` s."""
+    and idle (:func:`_idle`: nothing of torch's can still change a counter), or else until
+    the reads have held still for 1.5 s (a context is held: a cleanup may wait for its
+    re-send; or a call is active that was not at the last quiet point); at most ``wait`` s."""
     rec = world().recorder
+    handles = world().handles
+    # the probe counts as one server call on a worker the conductor asks
+    base = handles.get("quiet-gauges") or [(0, int(w != rec.node), 0) for w in workers]
     end = time.monotonic() + wait
     last: list[dict[str, int]] | None = None
     since = time.monotonic()
@@ -304,11 +313,12 @@ def settle_all(workers: list[str], wait: float) -> None:
         t = time.monotonic()
         if now != last:
             last, since = now, t
-        elif all(_idle(x, w != rec.node) for x, w in zip(now, workers, strict=True)):
-            return
+        elif _idle(now, base):
+            break
         if t - since >= _STILL or t >= end:
-            return
+            break
         time.sleep(_PROBE)
+    handles["quiet-gauges"] = [_gauges(x) for x in now]
 
 
 def quiet_point(workers: list[str], wait: float) -> None:
