@@ -25,7 +25,8 @@ __all__ = ["main"]
 #: seconds a worker waits for the conductor before it gives up
 CONDUCT_TIMEOUT = 300.0
 #: seconds an autograd follower waits after the shutdown barrier before it stops its agent
-FOLLOWER_GRACE = 1.0
+#: (timing, not a handshake: 1 s sufficed at a load of 4; twice that for a loaded machine)
+FOLLOWER_GRACE = 2.0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
