@@ -85,3 +85,29 @@ def test_without_torch_the_command_exits_3() -> None:
     )
     assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "campaign torch-autograd not run" in proc.stderr
+
+
+def test_a_quiet_point_is_idle_only_when_nothing_can_change_a_counter(
+    torch_dr: ModuleType,
+) -> None:
+    """The fast path of a quiet point (autograd_steps._idle): no context anywhere and the
+    agents' active calls as at the last quiet point. A held context (its cleanup may wait
+    for the agent's re-send) or one more active call (a UDF still sleeping) is not idle; a
+    hang's call that stays active for good is, once the last quiet point saw it."""
+    from protoref.torch.rpc import autograd_steps as s  # noqa: PLC0415 - torch only here
+
+    def sample(contexts: int = 0, client: int = 0, server: int = 1) -> dict[str, int]:
+        return {
+            "num_autograd_contexts": contexts,
+            "num_current_backward_passes": 0,
+            "client_active_calls": client,
+            "server_active_calls": server,
+            "server_active_async_calls": 0,
+        }
+
+    first = [(0, 1, 0)]
+    assert s._idle([sample()], first)
+    assert not s._idle([sample(contexts=1)], first)
+    assert not s._idle([sample(server=2)], first)
+    assert not s._idle([sample(client=1)], first)
+    assert s._idle([sample(client=1)], [(1, 1, 0)])

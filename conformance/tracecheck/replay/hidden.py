@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,11 @@ class HiddenVerdict:
     distinct: int
     seconds: float
     detail: str = ""
-    #: 1: the observed-first search accepted; 2: the full search decided
+    #: how many searches ran: 1 (the observed-first one accepted, or the full one alone
+    #: decided) or 2 (the observed-first one, then the full one)
     searches: int = 1
+    #: the full bounded search decided (the only one whose rejection is a proof)
+    full_search: bool = False
     #: the spec actions the accepting behaviour took, with how often (its ``tvAct`` values)
     actions: Mapping[str, int] = field(default_factory=dict)
 
@@ -129,22 +132,18 @@ def render_root(
 def replay_hidden(trace: BlackBoxTrace, replay: HiddenReplay) -> HiddenVerdict:
     """Say whether the trace spec explains ``trace``: the observed-first search first (when
     ``replay.eager_first``), then, if it did not accept, the full bounded search."""
-    if replay.eager_first:
-        quick = _replay(trace, replay, eager=True)
-        if quick.accepted:
-            return quick
-        full = _replay(trace, replay, eager=False)
-        return HiddenVerdict(
-            full.accepted,
-            full.events,
-            full.first_unexplained,
-            full.distinct + quick.distinct,
-            full.seconds + quick.seconds,
-            full.detail,
-            searches=2,
-            actions=full.actions,
-        )
-    return _replay(trace, replay, eager=False)
+    if not replay.eager_first:
+        return replace(_replay(trace, replay, eager=False), full_search=True)
+    tried = [_replay(trace, replay, eager=True)]
+    if not tried[-1].accepted:
+        tried.append(replace(_replay(trace, replay, eager=False), full_search=True))
+    last = tried[-1]
+    return replace(
+        last,
+        distinct=sum(v.distinct for v in tried),
+        seconds=sum(v.seconds for v in tried),
+        searches=len(tried),
+    )
 
 
 def _replay(trace: BlackBoxTrace, replay: HiddenReplay, *, eager: bool) -> HiddenVerdict:

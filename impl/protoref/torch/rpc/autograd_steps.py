@@ -27,7 +27,7 @@ from torch.distributed import rpc
 
 from protoref.torch.rpc.world import world
 
-__all__ = ["counters", "leaf", "nested", "program", "quiet_point", "settle"]
+__all__ = ["counters", "leaf", "nested", "probe", "program", "quiet_point", "settle_all"]
 
 #: torch's context and message ids: worker_id << 48 | n
 _LOW: Final = (1 << 48) - 1
@@ -249,35 +249,84 @@ def _debug() -> dict[str, int]:
     return {k: int(v) for k, v in dist_autograd._get_debug_info().items()}
 
 
-#: seconds a worker's counters must hold still to be settled: longer than the agent's 1 s
-#: re-send of a failed cleanup plus its largest delay, and than the UDFs' longest sleep
+#: seconds the counters must hold still when some worker still holds a context: longer than
+#: the agent's 1 s re-send of a failed cleanup plus its largest delay (a cleanup waiting for
+#: its re-send shows nowhere but in its target's context count), and than the UDFs' longest
+#: sleep
 _STILL: Final = 1.5
+#: seconds between two probes of every worker at a quiet point (the fast path: two equal,
+#: idle reads in a row)
+_PROBE: Final = 0.1
 
 
-def settle(clock: int, wait: float) -> int:
-    """Wait (at most ``wait`` s) until the worker's autograd counters have held still for
-    1.5 s. Logs nothing (all workers settle at once: :func:`quiet_point`)."""
+def _agent() -> dict[str, int]:
+    info = rpc.api._get_current_rpc_agent().get_debug_info()
+    keys = ("client_active_calls", "server_active_calls", "server_active_async_calls")
+    return {k: int(info["agent." + k]) for k in keys if "agent." + k in info}
+
+
+def probe(clock: int) -> tuple[int, dict[str, int]]:
+    """A worker's autograd counters and its agent's active calls (the probe itself counts as
+    one server call on a worker the conductor asks)."""
     world().recorder.merge(clock)
+    return world().recorder.clock, _debug() | _agent()
+
+
+_GAUGES: Final = ("client_active_calls", "server_active_calls", "server_active_async_calls")
+
+
+def _gauges(sample: dict[str, int]) -> tuple[int, ...]:
+    return tuple(sample.get(k, 0) for k in _GAUGES)
+
+
+def _idle(now: list[dict[str, int]], base: list[tuple[int, ...]]) -> bool:
+    """No context anywhere can be the target of a pending cleanup, and every agent runs what
+    it ran at the last quiet point (``base``): nothing but the probe itself at first; after a
+    FAST-mode hang, also the gradient request its graph task never answers, which stays
+    active for good (a call that started since would show as one more)."""
+    return all(
+        x["num_autograd_contexts"] == 0 and _gauges(x) == b for x, b in zip(now, base, strict=True)
+    )
+
+
+def settle_all(workers: list[str], wait: float) -> None:
+    """On the conductor: probe every worker every 0.1 s until two reads in a row are equal
+    and idle (:func:`_idle`: nothing of torch's can still change a counter), or else until
+    the reads have held still for 1.5 s (a context is held: a cleanup may wait for its
+    re-send; or a call is active that was not at the last quiet point); at most ``wait`` s."""
+    rec = world().recorder
+    handles = world().handles
+    # the probe counts as one server call on a worker the conductor asks
+    base = handles.get("quiet-gauges") or [(0, int(w != rec.node), 0) for w in workers]
     end = time.monotonic() + wait
-    last, since = _debug(), time.monotonic()
-    while time.monotonic() < end and time.monotonic() - since < _STILL:
-        time.sleep(0.05)
-        now = _debug()
+    last: list[dict[str, int]] | None = None
+    since = time.monotonic()
+    while True:
+        now = []
+        for w in workers:
+            if w == rec.node:
+                clock, sample = probe(rec.clock)
+            else:
+                clock, sample = rpc.rpc_sync(w, probe, (rec.clock,))
+            rec.merge(int(clock))
+            now.append(sample)
+        t = time.monotonic()
         if now != last:
-            last, since = now, time.monotonic()
-    return world().recorder.clock
+            last, since = now, t
+        elif _idle(now, base):
+            break
+        if t - since >= _STILL or t >= end:
+            break
+        time.sleep(_PROBE)
+    handles["quiet-gauges"] = [_gauges(x) for x in now]
 
 
 def quiet_point(workers: list[str], wait: float) -> None:
-    """On the conductor: every worker settles at once; then the conductor logs ``Quiet`` (no
-    message of torch's in flight, no UDF running: what the settled counters stand for) and
-    every worker samples its counters."""
+    """On the conductor: every worker settles (:func:`settle_all`); then the conductor logs
+    ``Quiet`` (no message of torch's in flight, no UDF running: what the settled counters
+    stand for) and every worker samples its counters."""
     rec = world().recorder
-    others = [w for w in workers if w != rec.node]
-    futs = [rpc.rpc_async(w, settle, args=(rec.clock, wait)) for w in others]
-    settle(rec.clock, wait)
-    for fut in futs:
-        rec.merge(int(fut.wait()))
+    settle_all(workers, wait)
     rec.log("Quiet")
     for w in workers:
         clock = counters(rec.clock) if w == rec.node else rpc.rpc_sync(w, counters, (rec.clock,))

@@ -12,6 +12,7 @@ import argparse
 import json
 import random
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,9 @@ __all__ = ["main"]
 
 #: seconds a worker waits for the conductor before it gives up
 CONDUCT_TIMEOUT = 300.0
+#: seconds an autograd follower waits after the shutdown barrier before it stops its agent
+#: (timing, not a handshake: 1 s sufficed at a load of 4; twice that for a loaded machine)
+FOLLOWER_GRACE = 2.0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,7 +81,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     here.recorder.log("ShutdownCalled")
     try:
-        rpc.shutdown()
+        if args.protocol == "autograd":
+            # graceful's barrier, without its join: a FAST-mode hang leaves a gradient
+            # request that is never answered, and join waits for it until the agent's 30 s
+            # timeout (the conductor's last quiet point saw every worker idle otherwise)
+            rpc.api._wait_all_workers()
+            if args.rank != 0:
+                # the barrier's leader (rank 0) may still await this worker's answer to its
+                # last message: a follower that stopped at once broke it (eof)
+                time.sleep(FOLLOWER_GRACE)
+            rpc.shutdown(graceful=False)
+        else:
+            rpc.shutdown()
     except RuntimeError as err:  # torch's DistStoreError and DistNetworkError are RuntimeErrors
         # a shutdown that hangs until torch's own timeout: an outcome the checker must judge
         here.recorder.log("ShutdownFailed", error=str(err).splitlines()[0][:200])
