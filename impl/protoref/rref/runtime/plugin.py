@@ -138,6 +138,8 @@ class RRefPlugin(BasePlugin):
     def started(self, peers: Sequence[fr.PeerInfo]) -> None:
         o = self.agent.options
         if o.trace is not None:
+            # PROTOREF_RPC_TRACE_DIR may name a folder that does not exist yet (as autograd's)
+            o.trace.parent.mkdir(parents=True, exist_ok=True)
             self.sink = JsonlSink(o.trace)
             self.sink.header(header(tuple(p.name for p in peers), o.workload))
             self.node.sink = self.sink
