@@ -16,6 +16,11 @@ from typing import Any, Final
 import pytest
 
 from support.programs import HAS_TORCH, program_env, run
+from support.rref_runtime import SPEC_ROOT
+from tracecheck.protocols.autograd import AUTOGRAD
+from tracecheck.protocols.rref import RREF
+from tracecheck.replay.validate import validate_traces
+from tracecheck.traces.load import Trace, load_trace, merge_traces
 
 pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (the [torch] extra)")
 
@@ -104,10 +109,36 @@ EXPECTED: Final = {
 }
 
 
+#: The programs that open distributed autograd contexts (the others trace RRefs only).
+WITH_CONTEXTS: Final = {
+    "torch_cases.py",
+    "parameter_server.py",
+    "rnn.py",
+    "pipeline.py",
+    "ddp_rpc.py",
+}
+
+
+def merged(files: list[Path]) -> Trace:
+    assert files, "the run wrote no trace"
+    return merge_traces([load_trace(f) for f in sorted(files)])
+
+
 @pytest.mark.parametrize("program", sorted(EXPECTED))
 def test_program_runs_on_protoref(tmp_path: Path, program: str) -> None:
+    """The program prints torch's output, and the traces its run writes (RRef and, with a
+    context, autograd) are accepted by RRef.tla and DistAutograd.tla (issue 26 §4)."""
     ranks, expected = EXPECTED[program]
-    assert run(PROGRAMS / program, ranks, program_env(tmp_path / "home"))[0] == expected
+    traces = tmp_path / "traces"
+    env = program_env(tmp_path / "home", PROTOREF_RPC_TRACE_DIR=str(traces))
+    assert run(PROGRAMS / program, ranks, env)[0] == expected
+    checks = [(RREF, list(traces.glob("*.ndjson")))]
+    if program in WITH_CONTEXTS:
+        checks.append((AUTOGRAD, list((traces / "autograd").glob("*.ndjson"))))
+    for mapping, files in checks:
+        report = validate_traces([merged(files)], mapping, SPEC_ROOT)
+        (one,) = report.verdicts
+        assert one.accepted, (mapping.protocol, one.rejection)
 
 
 @pytest.mark.parametrize("program", sorted(EXPECTED))
