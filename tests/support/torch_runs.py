@@ -1,4 +1,4 @@
-"""What the torch tests' session campaign runs (tests/torch/conftest.py)."""
+"""What the torch tests' session campaign runs (tests/against_torch/conftest.py)."""
 
 from __future__ import annotations
 
