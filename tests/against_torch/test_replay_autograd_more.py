@@ -21,6 +21,9 @@ SPEC_ROOT = Path(__file__).resolve().parents[2] / "spec"
         ("MCDistAutograd_pytorch38513_leak", "cleanup_first"),
         ("MCDistAutograd_pytorchTimeout", "timeout_mid_request"),
         ("MCDistAutograd_pytorchFireForget", "fire_and_forget"),
+        # issue 26 §4c's must-fail model: FAST mode hangs after a UDF that raised on a request
+        # carrying grad (found by the model, then reproduced on torch 2.13 and 2.15)
+        ("MCDistAutograd_pytorchUdfRaises", "udf_raises"),
     ],
 )
 def test_the_counterexample_reproduces(torch_dr: ModuleType, model: str, program: str) -> None:

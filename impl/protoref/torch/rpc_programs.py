@@ -315,6 +315,36 @@ def fast_unused_send(knobs: dict[str, float]) -> Facts:
     return facts
 
 
+def raise_on_value(t: Any) -> None:
+    """Worker 1's UDF: takes a tensor that requires grad and raises by itself."""
+    del t
+    raise ValueError("raise_on_value raises by itself")
+
+
+def udf_raises(knobs: dict[str, float]) -> Facts:
+    """``baseline`` backward, then the same with a call (carrying grad) whose UDF raises; the
+    caller catches the error and runs backward over what it has (MCDistAutograd_pytorchUdfRaises).
+    """
+    torch, rpc, dist_autograd = _torch()
+    facts: Facts = {}
+    for case in ("baseline", "udf_raised"):
+        p = torch.ones(2, requires_grad=True)
+
+        def run(case: str = case, p: Any = p) -> None:
+            with dist_autograd.context() as ctx_id:
+                y = rpc.rpc_sync("w1", times3, (p,))
+                if case == "udf_raised":
+                    try:
+                        rpc.rpc_sync("w1", raise_on_value, (y,))
+                    except Exception as err:  # torch re-raises the UDF's error
+                        facts["udf_error"] = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+                dist_autograd.backward(ctx_id, [(y * 2).sum()])
+
+        facts[case] = _waited(run, knobs["grace"])
+    facts["caller"] = autograd_info()
+    return facts
+
+
 # -- autograd: an error in FAST-mode backward leaves the pass running elsewhere ---------------
 
 _FUNCTIONS: dict[str, Any] = {}
@@ -392,5 +422,6 @@ PROGRAMS: Final[dict[str, Callable[[dict[str, float]], Facts]]] = {
     "late_answer": late_answer,
     "timed_out_call": timed_out_call,
     "fast_unused_send": fast_unused_send,
+    "udf_raises": udf_raises,
     "backward_error": backward_error,
 }

@@ -126,6 +126,16 @@ def _fast_hang(facts: Facts) -> str | None:
     return None
 
 
+def _udf_hang(facts: Facts) -> str | None:
+    hang = fact(facts, "udf_raised")
+    if fact(facts, "baseline") == "returned" and waiting(hang):
+        return (
+            f"hang: FAST-mode backward {hang} after the UDF of a request that carried grad "
+            f"raised ({fact(facts, 'udf_error')}); the same program without that call returns"
+        )
+    return None
+
+
 AUTOGRAD_RECIPES: Final[dict[str, Recipe]] = {
     "MCDistAutograd_pytorch38513": RpcReplay("late_answer", _late_answer_plan, _resurrected),
     "MCDistAutograd_pytorch38513_pairing": RpcReplay("late_answer", _late_answer_plan, _unpaired),
@@ -155,6 +165,7 @@ AUTOGRAD_RECIPES: Final[dict[str, Recipe]] = {
         "process (docs: observed by hand with SIGSTOP)"
     ),
     "MCDistAutograd_pytorchFastUnusedSend": RpcReplay("fast_unused_send", _fast_plan, _fast_hang),
+    "MCDistAutograd_pytorchUdfRaises": RpcReplay("udf_raises", _fast_plan, _udf_hang),
     "MCDistAutograd_pytorchBackwardError": RpcReplay(
         "backward_error", _backward_error_plan, _raised_while_running, world=3
     ),
