@@ -23,15 +23,17 @@ observed events). A run's verdict:
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import time
-from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
+from tracecheck.campaigns.torch_session import (
+    TorchBlackBox,
+    TorchSessionResult,
+    TorchSessionRun,
+    run_torch_session_campaign,
+)
 from tracecheck.protocols.autograd_torch import (
     AUTOGRAD_OPS,
     AUTOGRAD_TORCH_CONSTANTS,
@@ -42,7 +44,6 @@ from tracecheck.protocols.autograd_torch import (
 )
 from tracecheck.protocols.blackbox import BlackBoxTrace, load_blackbox
 from tracecheck.replay.hidden import HiddenReplay, HiddenVerdict, replay_hidden
-from tracecheck.replay.tlcrun import CheckerError
 
 __all__ = [
     "AUTOGRAD_ACTIONS",
@@ -83,7 +84,6 @@ AUTOGRAD_ACTIONS = (
     "ProcessBackwardAck",
 )
 
-Outcome = Literal["accepted", "known-defect", "failed"]
 RESURRECTION = "pytorch#38513: a context left after its release"
 BACKWARD_HANG = "FAST-mode hang: a failed pass's graph task never ends"
 
@@ -124,37 +124,31 @@ def known_defects(trace: BlackBoxTrace) -> list[str]:
     return found
 
 
-class TorchAutogradRun(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class TorchAutogradRun(TorchSessionRun):
+    defects: list[str] = Field(default_factory=list)
 
-    seed: int
-    faults: str
-    scenarios: list[str]
-    events: int
-    outcome: Outcome
-    defects: list[str] = []
-    detail: str = ""
-    states: int = 0
-    session_seconds: float = 0.0
-    check_seconds: float = 0.0
-
-
-class TorchAutogradResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    torch: str
-    hidden: int
-    runs: list[TorchAutogradRun]
-    #: observed events per op over the accepted traces
-    coverage: dict[str, int]
-    #: DistAutograd.tla action -> steps of it in the accepting behaviours (observed, searched)
-    actions: dict[str, int]
-    seconds: float
-    trace_dir: str | None = None
+    @classmethod
+    def of(cls, defects: list[str], **fields: Any) -> Self:
+        return cls(defects=defects, **fields)
 
     @property
-    def failed(self) -> list[TorchAutogradRun]:
-        return [r for r in self.runs if r.outcome == "failed"]
+    def known(self) -> list[str]:
+        return self.defects
+
+
+class TorchAutogradResult(TorchSessionResult[TorchAutogradRun]):
+    """The runs; ``actions`` counts DistAutograd.tla's actions (observed, searched)."""
+
+
+AUTOGRAD_BLACKBOX = TorchBlackBox(
+    protocol="autograd",
+    ops=AUTOGRAD_OPS,
+    actions=AUTOGRAD_ACTIONS,
+    check=check_autograd_trace,
+    defects=known_defects,
+    run=TorchAutogradRun,
+    result=TorchAutogradResult,
+)
 
 
 def run_torch_autograd_campaign(
@@ -166,83 +160,6 @@ def run_torch_autograd_campaign(
     hidden: int = DEFAULT_HIDDEN,
     scenarios: tuple[str, ...] = (),
 ) -> TorchAutogradResult:
-    from tracecheck.plugins.torch_rpc import (  # noqa: PLC0415 - protoref only for torch runs
-        ProtorefError,
-        require_torch,
-        run_session,
-        torch_version,
-    )
-
-    require_torch()
-    start = time.monotonic()
-    folder = Path(tempfile.mkdtemp(prefix="tracecheck-torch-autograd-")) if out is None else out
-    folder.mkdir(parents=True, exist_ok=True)
-    verdicts: list[TorchAutogradRun] = []
-    coverage: Counter[str] = Counter()
-    actions: Counter[str] = Counter()
-    try:
-        for i in range(runs):
-            seed = first_seed + i
-            path = folder / f"torch-autograd-{seed}.jsonl"
-            try:
-                session = run_session("autograd", seed, path, scenarios)
-            except ProtorefError as err:
-                verdicts.append(
-                    TorchAutogradRun(
-                        seed=seed,
-                        faults="",
-                        scenarios=[],
-                        events=0,
-                        outcome="failed",
-                        detail=f"session failed: {err}"[:800],
-                    )
-                )
-                continue
-            trace = load_blackbox(path, AUTOGRAD_OPS)
-            try:
-                verdict = check_autograd_trace(trace, spec_root, hidden)
-            except CheckerError as err:  # TLC could not decide (e.g. its timeout): no verdict
-                verdicts.append(
-                    TorchAutogradRun(
-                        seed=seed,
-                        faults=session.faults,
-                        scenarios=session.scenarios,
-                        events=len(trace.events),
-                        outcome="failed",
-                        detail=str(err)[:800],
-                    )
-                )
-                continue
-            defects = known_defects(trace) if verdict.accepted else []
-            if verdict.accepted:
-                coverage.update(e.op for e in trace.events)
-                actions.update(verdict.actions)
-            outcome: Outcome = (
-                "failed" if not verdict.accepted else "known-defect" if defects else "accepted"
-            )
-            verdicts.append(
-                TorchAutogradRun(
-                    seed=seed,
-                    faults=session.faults,
-                    scenarios=session.scenarios,
-                    events=verdict.events,
-                    outcome=outcome,
-                    defects=defects,
-                    detail=verdict.detail,
-                    states=verdict.distinct,
-                    session_seconds=session.seconds,
-                    check_seconds=verdict.seconds,
-                )
-            )
-    finally:
-        if out is None:
-            shutil.rmtree(folder, ignore_errors=True)
-    return TorchAutogradResult(
-        torch=torch_version() or "?",
-        hidden=hidden,
-        runs=verdicts,
-        coverage={op: coverage.get(op, 0) for op in AUTOGRAD_OPS},
-        actions={a: actions.get(a, 0) for a in AUTOGRAD_ACTIONS},
-        seconds=time.monotonic() - start,
-        trace_dir=str(out) if out is not None else None,
+    return run_torch_session_campaign(
+        AUTOGRAD_BLACKBOX, runs, first_seed, spec_root, out=out, hidden=hidden, scenarios=scenarios
     )
