@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from support.blackbox_records import event_index, find_record, golden_records, renumber
 from tracecheck.campaigns.torch_autograd import (
     BACKWARD_HANG,
     RESURRECTION,
@@ -33,31 +34,6 @@ SPEC_ROOT = ROOT / "spec"
 GOLDEN = Path(__file__).parent / "golden" / "autograd_nested_release.jsonl"
 
 
-def _lines() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
-
-
-def _find(records: list[dict[str, Any]], **match: object) -> int:
-    found = [i for i, r in enumerate(records) if all(r.get(k) == v for k, v in match.items())]
-    assert len(found) == 1, match
-    return found[0]
-
-
-def _index_of(lines: list[str], **match: object) -> int:
-    """The 1-based position of the event matching ``match`` in the merged trace."""
-    trace = parse_blackbox(lines, AUTOGRAD_OPS)
-    found = [
-        i
-        for i, e in enumerate(trace.events, 1)
-        if all(
-            (dict(e.fields) | {"op": e.op, "node": e.node, "lamport": e.lamport}).get(k) == v
-            for k, v in match.items()
-        )
-    ]
-    assert len(found) == 1, match
-    return found[0]
-
-
 def _insert_late(records: list[dict[str, Any]], event: dict[str, Any], after: int) -> None:
     """Insert ``event`` with clock ``after + 1``; every later clock moves up by one, and each
     node's seq counts 1, 2, ... again."""
@@ -66,10 +42,7 @@ def _insert_late(records: list[dict[str, Any]], event: dict[str, Any], after: in
             r["lamport"] += 1
     records.append({"kind": "event", "lamport": after + 1, "seq": 0, **event})
     records[1:] = sorted(records[1:], key=lambda r: (r["node"], r["lamport"]))
-    seq: dict[str, int] = {}
-    for r in records[1:]:
-        seq[r["node"]] = seq.get(r["node"], 0) + 1
-        r["seq"] = seq[r["node"]]
+    renumber(records)
 
 
 def _rejected_at(records: list[dict[str, Any]], **match: object) -> None:
@@ -77,7 +50,7 @@ def _rejected_at(records: list[dict[str, Any]], **match: object) -> None:
     verdict = check_autograd_trace(parse_blackbox(lines, AUTOGRAD_OPS), SPEC_ROOT)
     assert not verdict.accepted
     assert verdict.full_search  # the full search decided, not an observed-first one
-    assert verdict.first_unexplained == _index_of(lines, **match), verdict.detail
+    assert verdict.first_unexplained == event_index(lines, AUTOGRAD_OPS, **match), verdict.detail
 
 
 def test_the_real_torch_trace_is_accepted() -> None:
@@ -106,8 +79,8 @@ def test_the_bound_is_needed() -> None:
 def test_a_gradient_torch_never_produced_is_rejected() -> None:
     """get_gradients said 2 (the root and the one send function of the pass); 3 has no
     explanation: no unobserved step adds a contribution to a pass that is over."""
-    records = _lines()
-    at = _find(records, op="Gradients")
+    records = golden_records(GOLDEN)
+    at = find_record(records, op="Gradients")
     records[at]["grad"] += 1
     _rejected_at(records, op="Gradients")
 
@@ -115,9 +88,9 @@ def test_a_gradient_torch_never_produced_is_rejected() -> None:
 def test_a_counter_off_by_one_is_rejected() -> None:
     """At the first quiet point every context is gone everywhere; one worker claiming one
     context left cannot be explained (nothing re-creates it: nothing is in flight)."""
-    records = _lines()
+    records = golden_records(GOLDEN)
     first = min(r["lamport"] for r in records[1:] if r["op"] == "Counters")
-    at = _find(records, op="Counters", lamport=first)
+    at = find_record(records, op="Counters", lamport=first)
     records[at]["contexts"] += 1
     _rejected_at(records, op="Counters", lamport=first)
 
@@ -126,7 +99,7 @@ def test_a_backward_after_the_release_everywhere_is_rejected() -> None:
     """After the last quiet point (no context anywhere, nothing in flight) w2 calls backward
     on its first block's context and it runs: retrieveContext cannot find the id, and no
     unobserved step re-creates it."""
-    records = _lines()
+    records = golden_records(GOLDEN)
     last = max(r["lamport"] for r in records[1:] if r["op"] == "Counters")
     late = {"op": "LateBackward", "node": "w2", "cw": 2, "cn": 0, "outcome": "ok"}
     _insert_late(records, late, last)
@@ -135,7 +108,7 @@ def test_a_backward_after_the_release_everywhere_is_rejected() -> None:
 
 def test_the_same_late_backward_raising_is_accepted() -> None:
     """The control: the same late backward raising, as torch's does, is explained."""
-    records = _lines()
+    records = golden_records(GOLDEN)
     last = max(r["lamport"] for r in records[1:] if r["op"] == "Counters")
     late = {"op": "LateBackward", "node": "w2", "cw": 2, "cn": 0, "outcome": "error"}
     _insert_late(records, late, last)
@@ -154,11 +127,11 @@ def test_the_trace_fixes_the_bounds() -> None:
 
 def test_the_defect_verdicts_read_the_quiet_points() -> None:
     trace = load_blackbox(GOLDEN, AUTOGRAD_OPS)
-    records = _lines()
+    records = golden_records(GOLDEN)
     last = max(r["lamport"] for r in records[1:] if r["op"] == "Counters")
-    at = _find(records, op="Counters", lamport=last)
+    at = find_record(records, op="Counters", lamport=last)
     records[at] |= {"passes": 1}
-    records[_find(records, op="LateGradients")]["outcome"] = "error"
+    records[find_record(records, op="LateGradients")]["outcome"] = "error"
     planted = parse_blackbox([json.dumps(r) for r in records], AUTOGRAD_OPS)
     assert known_defects(trace) == [RESURRECTION]
     assert known_defects(planted) == [BACKWARD_HANG]
@@ -186,9 +159,9 @@ def test_fast_mode_s_hang_on_torch_is_explained() -> None:
 def test_a_running_task_on_the_worker_that_raised_is_rejected() -> None:
     """The worker whose backward function raised ended its graph task (failed): a counter
     saying it still runs one has no explanation."""
-    records = [json.loads(line) for line in HANG.read_text(encoding="utf-8").splitlines()]
+    records = golden_records(HANG)
     first = min(r["lamport"] for r in records[1:] if r["op"] == "Counters" and r["node"] == "w1")
-    at = _find(records, op="Counters", node="w1", lamport=first)
+    at = find_record(records, op="Counters", node="w1", lamport=first)
     assert records[at]["passes"] == 0
     records[at]["passes"] = 1
     _rejected_at(records, op="Counters", node="w1", lamport=first)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from support.blackbox_records import event_index, find_record, golden_records, renumber
 from tracecheck.protocols.blackbox import (
     RREF_OPS,
     BlackBoxTraceError,
@@ -27,40 +28,6 @@ from tracecheck.replay.rref_torch import check_rref_trace
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_ROOT = ROOT / "spec"
 GOLDEN = Path(__file__).parent / "golden" / "rref_to_here_timeout.jsonl"
-
-
-def _lines() -> list[dict[str, object]]:
-    return [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines()]
-
-
-def _find(records: list[dict[str, object]], **match: object) -> int:
-    found = [i for i, r in enumerate(records) if all(r.get(k) == v for k, v in match.items())]
-    assert len(found) == 1, match
-    return found[0]
-
-
-def _renumber(records: list[dict[str, object]]) -> list[str]:
-    """Per node, seq 1, 2, ... again (after an event was added or removed)."""
-    seq: dict[object, int] = {}
-    for r in records[1:]:
-        seq[r["node"]] = seq.get(r["node"], 0) + 1
-        r["seq"] = seq[r["node"]]
-    return [json.dumps(r) for r in records]
-
-
-def _index_of(lines: list[str], **match: object) -> int:
-    """The 1-based position of the event matching ``match`` in the merged trace."""
-    trace = parse_blackbox(lines, RREF_OPS)
-    found = [
-        i
-        for i, e in enumerate(trace.events, 1)
-        if all(
-            (dict(e.fields) | {"op": e.op, "node": e.node, "lamport": e.lamport}).get(k) == v
-            for k, v in match.items()
-        )
-    ]
-    assert len(found) == 1, match
-    return found[0]
 
 
 def test_the_real_torch_trace_is_accepted() -> None:
@@ -79,32 +46,36 @@ def test_the_bound_is_needed() -> None:
 def test_a_delete_torch_never_sent_is_rejected() -> None:
     """The program never drops its RRef, so torch never sends RREF_USER_DELETE; the owner's
     counters still show the OwnerRRef gone. No unobserved step may delete a held UserRRef."""
-    records = _lines()
-    del records[_find(records, op="DropRRef", label="0to.a")]
-    lines = _renumber(records)
+    records = golden_records(GOLDEN)
+    del records[find_record(records, op="DropRRef", label="0to.a")]
+    lines = renumber(records)
     verdict = check_rref_trace(parse_blackbox(lines, RREF_OPS), SPEC_ROOT)
     assert not verdict.accepted
     assert verdict.searches == 2  # the full search decided, not the observed-first one
     # the first sample on the owner w2 after the (removed) drop
-    assert verdict.first_unexplained == _index_of(lines, op="Counters", node="w2", lamport=8)
+    assert verdict.first_unexplained == event_index(
+        lines, RREF_OPS, op="Counters", node="w2", lamport=8
+    )
 
 
 def test_a_counter_off_by_one_is_rejected() -> None:
-    records = _lines()
-    at = _find(records, op="Counters", node="w0", lamport=12)
+    records = golden_records(GOLDEN)
+    at = find_record(records, op="Counters", node="w0", lamport=12)
     records[at]["forks"] = 3  # torch said 2: the creator's fork and the child's
-    lines = _renumber(records)
+    lines = renumber(records)
     verdict = check_rref_trace(parse_blackbox(lines, RREF_OPS), SPEC_ROOT)
     assert not verdict.accepted
-    assert verdict.first_unexplained == _index_of(lines, op="Counters", node="w0", lamport=12)
+    assert verdict.first_unexplained == event_index(
+        lines, RREF_OPS, op="Counters", node="w0", lamport=12
+    )
 
 
 def test_a_to_here_that_succeeds_after_the_owner_deleted_the_value_is_rejected() -> None:
     """After the owner's counters show the OwnerRRef deleted, the timed-out to_here returns
     the value after all: torch drops a late reply, and a fetch after the delete parks."""
-    records = _lines()
+    records = golden_records(GOLDEN)
     # w1's last event before the owner's sample (each worker's events are a block, in order)
-    at = _find(records, op="Counters", node="w1", lamport=7)
+    at = find_record(records, op="Counters", node="w1", lamport=7)
     late = {
         "kind": "event",
         "op": "ToHereOk",
@@ -117,10 +88,12 @@ def test_a_to_here_that_succeeds_after_the_owner_deleted_the_value_is_rejected()
         if isinstance(r["lamport"], int) and r["lamport"] >= 9:
             r["lamport"] += 1
     records.insert(at + 1, late)
-    lines = _renumber(records)
+    lines = renumber(records)
     verdict = check_rref_trace(parse_blackbox(lines, RREF_OPS), SPEC_ROOT)
     assert not verdict.accepted
-    assert verdict.first_unexplained == _index_of(lines, op="ToHereOk", node="w1", lamport=9)
+    assert verdict.first_unexplained == event_index(
+        lines, RREF_OPS, op="ToHereOk", node="w1", lamport=9
+    )
 
 
 def test_the_default_bound() -> None:
@@ -137,14 +110,14 @@ def test_the_default_bound() -> None:
     ],
 )
 def test_malformed_lines_are_refused(edit: object, message: str) -> None:
-    records = _lines()
+    records = golden_records(GOLDEN)
     edit(records[1])  # type: ignore[operator]
     with pytest.raises(BlackBoxTraceError, match=message):
         parse_blackbox([json.dumps(r) for r in records], RREF_OPS)
 
 
 def test_a_clock_going_backwards_is_refused() -> None:
-    records = _lines()
+    records = golden_records(GOLDEN)
     records[2]["lamport"] = 1  # w1's second event, at the clock of its first
     with pytest.raises(BlackBoxTraceError, match="does not exceed"):
         parse_blackbox([json.dumps(r) for r in records], RREF_OPS)
@@ -171,10 +144,10 @@ def test_the_leak_and_the_failed_shutdown_are_explained() -> None:
 def test_a_failed_shutdown_without_a_leak_is_rejected() -> None:
     """The golden to_here_timeout session leaks nothing: had its shutdown failed, no
     behaviour would explain it."""
-    records = _lines()
-    at = _find(records, op="ShutdownDone", node="w0")
+    records = golden_records(GOLDEN)
+    at = find_record(records, op="ShutdownDone", node="w0")
     records[at] = records[at] | {"op": "ShutdownFailed", "error": "x"}
-    lines = _renumber(records)
+    lines = renumber(records)
     verdict = check_rref_trace(parse_blackbox(lines, RREF_OPS), SPEC_ROOT)
     assert not verdict.accepted
-    assert verdict.first_unexplained == _index_of(lines, op="ShutdownFailed", node="w0")
+    assert verdict.first_unexplained == event_index(lines, RREF_OPS, op="ShutdownFailed", node="w0")
