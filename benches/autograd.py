@@ -34,9 +34,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from benches import alternation
 from benches.procstat import per_round, sample
 
 __all__ = ["RoundResult", "main", "mul3", "run_ours", "run_torch", "simulator_rate"]
@@ -265,16 +267,8 @@ def table(results: Sequence[RoundResult], sim: Sequence[tuple[str, int, float]])
                 f"| {r.name} | {r.rounds} | {r.seconds:.2f} | {r.ms_per_round:.2f} | {cpu} "
                 f"| {callee} | {switches} |"
             )
-    ratios = [
-        o.seconds / t.seconds
-        for o, t in zip(results[::2], results[1::2], strict=False)
-        if o.seconds and t.seconds
-    ]
-    cpu_ratios = [
-        o.cpu / t.cpu
-        for o, t in zip(results[::2], results[1::2], strict=False)
-        if o.cpu and t.cpu and o.seconds and t.seconds
-    ]
+    ratios = alternation.ratios(results, lambda r: r.seconds)
+    cpu_ratios = alternation.ratios(results, lambda r: r.cpu if r.seconds else None)
     if ratios:
         ratio = statistics.median(ratios)
         verdict = "meets" if ratio <= 1 else "misses"
@@ -334,9 +328,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.role is not None:
         return _role(args.role, args.port, args.rounds, args.warmup, args.callee_pid)
-    results: list[RoundResult] = []
-    for _ in range(args.repeat):  # alternate, so a change of load hits both sides alike
-        results += [run_ours(args.rounds, args.warmup), run_torch(args.rounds, args.warmup)]
+    pairs = alternation.alternate(
+        args.repeat,
+        partial(run_ours, args.rounds, args.warmup),
+        partial(run_torch, args.rounds, args.warmup),
+    )
+    results = [r for pair in pairs for r in pair]
     sim = [
         (label, *simulator_rate(args.sim_runs, args.sim_steps, traced=traced))
         for label, traced in (("off", False), ("on (JSON lines to a file)", True))

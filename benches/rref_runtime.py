@@ -31,9 +31,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from benches import alternation
 from benches.procstat import per_round, sample
 from protoref.rpc.options import free_port
 
@@ -232,11 +234,7 @@ def table(results: Sequence[BenchResult]) -> str:
                 f"| {ms(r.owner_cpu)} | {switches} |"
             )
     # Results come in (ours, torch) pairs, one pair per repetition.
-    ratios = [
-        t.rate / o.rate
-        for o, t in zip(results[::2], results[1::2], strict=False)
-        if o.rate and t.rate
-    ]
+    ratios = alternation.ratios(results, lambda r: r.rate, inverse=True)
     if ratios:
         ratio = statistics.median(ratios)
         verdict = "meets" if ratio <= 1 else "misses"
@@ -280,9 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.role is not None:
         return _worker(args.role, args.port, args.rounds, args.warmup, args.owner_pid)
-    results: list[BenchResult] = []
-    for _ in range(args.repeat):  # alternate, so a change of load hits both sides alike
-        results += [run_ours(args.rounds, args.warmup), run_torch(args.rounds, args.warmup)]
+    pairs = alternation.alternate(
+        args.repeat,
+        partial(run_ours, args.rounds, args.warmup),
+        partial(run_torch, args.rounds, args.warmup),
+    )
+    results = [r for pair in pairs for r in pair]
     block = table(results)
     print(block)
     failed = [

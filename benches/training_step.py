@@ -30,8 +30,11 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Final
+
+from benches.alternation import alternate
 
 __all__ = ["PROGRAMS", "main", "run_program", "table", "torch_text"]
 
@@ -151,16 +154,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for program in SHAPES:
             theirs = home / f"torch_{program}"
             theirs.write_text(torch_text(program), encoding="utf-8")
-            pairs = []
-            for _ in range(args.repeat):
-                try:
-                    ours = run_program(PROGRAMS / program, args.steps + 1, home)
-                    torch_s = run_program(theirs, args.steps + 1, home)
-                except (RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
-                    print(f"not written: {err}", file=sys.stderr)
-                    return 1
-                pairs.append((ours, torch_s))
-            results[program] = pairs
+            try:
+                results[program] = alternate(
+                    args.repeat,
+                    partial(run_program, PROGRAMS / program, args.steps + 1, home),
+                    partial(run_program, theirs, args.steps + 1, home),
+                )
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
+                print(f"not written: {err}", file=sys.stderr)
+                return 1
     block = table(results, args.steps)
     print(block)
     if args.out is not None:
