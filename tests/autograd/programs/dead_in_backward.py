@@ -11,12 +11,11 @@ nothing on worker 0 and worker 1, and that its thread opens a new context and ru
 pass through worker 1. Each survivor prints one JSON line.
 """
 
-import json
 import sys
 import threading
 import time
 
-from dead_udfs import drop_backward_messages, held, mul3, nested
+from dead_udfs import after_the_death, nested, run_worker
 
 import protoref.autograd as dist_autograd
 import protoref.rpc as rpc
@@ -49,25 +48,8 @@ def drive():
         thread.join()
         out["backward_error"] = failed["error"]
         out["failed_after_kill_s"] = round(failed["at"] - killed, 3)
-    out["held_here"] = held()
-    out["held_on_worker1"] = rpc.rpc_sync("worker1", held)
-    with dist_autograd.context() as context_id:
-        loss = rpc.rpc_sync("worker1", mul3, args=(x,))
-        dist_autograd.backward(context_id, [loss])
-        out["new_context_grad"] = dist_autograd.get_gradients(context_id)[x].item()
-    return out
-
-
-def main(rank):
-    rpc.init_rpc(f"worker{rank}", rank=rank, world_size=3)
-    if rank == 2:
-        drop_backward_messages()
-        time.sleep(600)  # killed by the test
-    out = drive() if rank == 0 else {}
-    report = rpc.shutdown()
-    out["dead_peers"] = list(report.dead_peers)
-    print(json.dumps(out), flush=True)
+    return after_the_death(out, x)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    run_worker(int(sys.argv[1]), drive)
