@@ -6,7 +6,6 @@ among them."""
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,8 @@ from protoref import rpc
 from protoref.autograd import tensor
 from protoref.autograd.core.ids import from_int
 from protoref.rpc.agent import Agent
-from protoref.rpc.options import free_port
 from support import autograd_udfs as udfs
-from support.rref_runtime import SECRET, SPEC_ROOT, TIMEOUT, eventually, stop_world
+from support.rref_runtime import SPEC_ROOT, TIMEOUT, eventually, start_world, stop_world
 from tracecheck.protocols.autograd import AUTOGRAD
 from tracecheck.replay.validate import validate_traces
 from tracecheck.replay.verdicts import ValidationReport
@@ -26,25 +24,8 @@ from tracecheck.traces.load import load_trace, merge_traces
 
 
 def start(n: int, folder: Path) -> list[Agent]:
-    port = free_port()
-    base = rpc.RpcOptions(secret=SECRET, master_port=port, connect_timeout=30.0)
-    agents: list[Agent | BaseException | None] = [None] * n
-
-    def one(rank: int) -> None:
-        opts = replace(base, autograd_trace=folder / f"ag{rank}.ndjson")
-        try:
-            agents[rank] = rpc.init_rpc(f"w{rank}", rank=rank, world_size=n, options=opts)
-        except BaseException as err:
-            agents[rank] = err
-
-    threads = [threading.Thread(target=one, args=(r,)) for r in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT)
-    started = [a for a in agents if isinstance(a, Agent)]
-    assert len(started) == n, agents
-    return started
+    """``n`` workers, each writing its autograd trace ``ag<rank>.ndjson`` to ``folder``."""
+    return start_world(n, autograd_dir=folder)
 
 
 def validate(folder: Path, n: int) -> ValidationReport:

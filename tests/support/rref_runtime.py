@@ -23,14 +23,19 @@ SECRET = b"test-secret"
 TIMEOUT = 60.0
 
 
-def start_world(n: int, trace_dir: Path | None = None, **options: Any) -> list[Agent]:
+def start_world(
+    n: int, trace_dir: Path | None = None, *, autograd_dir: Path | None = None, **options: Any
+) -> list[Agent]:
+    """``n`` workers w0, w1, ...; each writes its RRef trace ``w<rank>.ndjson`` to ``trace_dir``
+    and its autograd trace ``ag<rank>.ndjson`` to ``autograd_dir`` (``None``: none)."""
     port = free_port()
     base = rpc.RpcOptions(secret=SECRET, master_port=port, connect_timeout=30.0, **options)
     agents: list[Agent | BaseException | None] = [None] * n
 
     def start(rank: int) -> None:
         trace = None if trace_dir is None else trace_dir / f"w{rank}.ndjson"
-        opts = replace(base, trace=trace)
+        autograd = None if autograd_dir is None else autograd_dir / f"ag{rank}.ndjson"
+        opts = replace(base, trace=trace, autograd_trace=autograd)
         try:
             agents[rank] = rpc.init_rpc(f"w{rank}", rank=rank, world_size=n, options=opts)
         except BaseException as err:
