@@ -32,7 +32,6 @@ from tracecheck.campaigns.torch_session import (
     TorchBlackBox,
     TorchSessionResult,
     TorchSessionRun,
-    run_torch_session_campaign,
 )
 from tracecheck.protocols.autograd_torch import (
     AUTOGRAD_OPS,
@@ -148,18 +147,10 @@ AUTOGRAD_BLACKBOX = TorchBlackBox(
     defects=known_defects,
     run=TorchAutogradRun,
     result=TorchAutogradResult,
+    hidden=DEFAULT_HIDDEN,
 )
 
 
-def run_torch_autograd_campaign(
-    runs: int,
-    first_seed: int,
-    spec_root: Path,
-    *,
-    out: Path | None = None,
-    hidden: int = DEFAULT_HIDDEN,
-    scenarios: tuple[str, ...] = (),
-) -> TorchAutogradResult:
-    return run_torch_session_campaign(
-        AUTOGRAD_BLACKBOX, runs, first_seed, spec_root, out=out, hidden=hidden, scenarios=scenarios
-    )
+#: ``run_torch_autograd_campaign(runs, first_seed, spec_root, *, out=None, hidden=DEFAULT_HIDDEN,
+#: scenarios=())``: the campaign (:meth:`TorchBlackBox.campaign`)
+run_torch_autograd_campaign = AUTOGRAD_BLACKBOX.campaign

@@ -21,14 +21,12 @@ torch absent or unsupported is the plug-in's ``TorchUnavailableError``
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Self
 
 from tracecheck.campaigns.torch_session import (
     TorchBlackBox,
     TorchSessionResult,
     TorchSessionRun,
-    run_torch_session_campaign,
 )
 from tracecheck.protocols.blackbox import RREF_OPS, BlackBoxTrace
 from tracecheck.protocols.rref_torch import DEFAULT_HIDDEN
@@ -100,18 +98,10 @@ RREF_BLACKBOX = TorchBlackBox(
     defects=_leak,
     run=TorchRRefRun,
     result=TorchRRefResult,
+    hidden=DEFAULT_HIDDEN,
 )
 
 
-def run_torch_rref_campaign(
-    runs: int,
-    first_seed: int,
-    spec_root: Path,
-    *,
-    out: Path | None = None,
-    hidden: int = DEFAULT_HIDDEN,
-    scenarios: tuple[str, ...] = (),
-) -> TorchRRefResult:
-    return run_torch_session_campaign(
-        RREF_BLACKBOX, runs, first_seed, spec_root, out=out, hidden=hidden, scenarios=scenarios
-    )
+#: ``run_torch_rref_campaign(runs, first_seed, spec_root, *, out=None, hidden=DEFAULT_HIDDEN,
+#: scenarios=())``: the campaign (:meth:`TorchBlackBox.campaign`)
+run_torch_rref_campaign = RREF_BLACKBOX.campaign

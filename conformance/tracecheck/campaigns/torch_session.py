@@ -35,7 +35,6 @@ __all__ = [
     "TorchBlackBox",
     "TorchSessionResult",
     "TorchSessionRun",
-    "run_torch_session_campaign",
 ]
 
 Outcome = Literal["accepted", "known-defect", "failed"]
@@ -106,98 +105,103 @@ class TorchBlackBox(Generic[ResultT]):
     defects: Callable[[BlackBoxTrace], list[str]]
     run: type[TorchSessionRun]
     result: type[ResultT]
+    #: the default bound on unobserved steps between two observed events
+    hidden: int
 
+    def campaign(
+        self,
+        runs: int,
+        first_seed: int,
+        spec_root: Path,
+        *,
+        out: Path | None = None,
+        hidden: int | None = None,
+        scenarios: tuple[str, ...] = (),
+    ) -> ResultT:
+        """``runs`` sessions from seed ``first_seed``, each checked (the module's doc); the
+        traces are kept in ``out`` (``None``: a temporary folder, removed)."""
+        if hidden is None:
+            hidden = self.hidden
+        from tracecheck.plugins.torch_rpc import (  # noqa: PLC0415 - protoref only for torch runs
+            ProtorefError,
+            require_torch,
+            run_session,
+            torch_version,
+        )
 
-def run_torch_session_campaign(
-    box: TorchBlackBox[ResultT],
-    runs: int,
-    first_seed: int,
-    spec_root: Path,
-    *,
-    out: Path | None,
-    hidden: int,
-    scenarios: tuple[str, ...],
-) -> ResultT:
-    from tracecheck.plugins.torch_rpc import (  # noqa: PLC0415 - protoref only for torch runs
-        ProtorefError,
-        require_torch,
-        run_session,
-        torch_version,
-    )
-
-    require_torch()
-    start = time.monotonic()
-    prefix = f"torch-{box.protocol}"
-    folder = Path(tempfile.mkdtemp(prefix=f"tracecheck-{prefix}-")) if out is None else out
-    folder.mkdir(parents=True, exist_ok=True)
-    verdicts: list[TorchSessionRun] = []
-    coverage: Counter[str] = Counter()
-    actions: Counter[str] = Counter()
-    try:
-        for i in range(runs):
-            seed = first_seed + i
-            path = folder / f"{prefix}-{seed}.jsonl"
-            try:
-                session = run_session(box.protocol, seed, path, scenarios)
-            except ProtorefError as err:
-                verdicts.append(
-                    box.run.of(
-                        [],
-                        seed=seed,
-                        faults="",
-                        scenarios=[],
-                        events=0,
-                        outcome="failed",
-                        detail=f"session failed: {err}"[:800],
+        require_torch()
+        start = time.monotonic()
+        prefix = f"torch-{self.protocol}"
+        folder = Path(tempfile.mkdtemp(prefix=f"tracecheck-{prefix}-")) if out is None else out
+        folder.mkdir(parents=True, exist_ok=True)
+        verdicts: list[TorchSessionRun] = []
+        coverage: Counter[str] = Counter()
+        actions: Counter[str] = Counter()
+        try:
+            for i in range(runs):
+                seed = first_seed + i
+                path = folder / f"{prefix}-{seed}.jsonl"
+                try:
+                    session = run_session(self.protocol, seed, path, scenarios)
+                except ProtorefError as err:
+                    verdicts.append(
+                        self.run.of(
+                            [],
+                            seed=seed,
+                            faults="",
+                            scenarios=[],
+                            events=0,
+                            outcome="failed",
+                            detail=f"session failed: {err}"[:800],
+                        )
                     )
+                    continue
+                trace = load_blackbox(path, self.ops)
+                try:
+                    verdict = self.check(trace, spec_root, hidden)
+                except CheckerError as err:  # TLC could not decide (e.g. its timeout): no verdict
+                    verdicts.append(
+                        self.run.of(
+                            [],
+                            seed=seed,
+                            faults=session.faults,
+                            scenarios=session.scenarios,
+                            events=len(trace.events),
+                            outcome="failed",
+                            detail=str(err)[:800],
+                        )
+                    )
+                    continue
+                defects = self.defects(trace) if verdict.accepted else []
+                if verdict.accepted:
+                    coverage.update(e.op for e in trace.events)
+                    actions.update(verdict.actions)
+                outcome: Outcome = (
+                    "failed" if not verdict.accepted else "known-defect" if defects else "accepted"
                 )
-                continue
-            trace = load_blackbox(path, box.ops)
-            try:
-                verdict = box.check(trace, spec_root, hidden)
-            except CheckerError as err:  # TLC could not decide (e.g. its timeout): no verdict
                 verdicts.append(
-                    box.run.of(
-                        [],
+                    self.run.of(
+                        defects,
                         seed=seed,
                         faults=session.faults,
                         scenarios=session.scenarios,
-                        events=len(trace.events),
-                        outcome="failed",
-                        detail=str(err)[:800],
+                        events=verdict.events,
+                        outcome=outcome,
+                        detail=verdict.detail,
+                        states=verdict.distinct,
+                        session_seconds=session.seconds,
+                        check_seconds=verdict.seconds,
                     )
                 )
-                continue
-            defects = box.defects(trace) if verdict.accepted else []
-            if verdict.accepted:
-                coverage.update(e.op for e in trace.events)
-                actions.update(verdict.actions)
-            outcome: Outcome = (
-                "failed" if not verdict.accepted else "known-defect" if defects else "accepted"
-            )
-            verdicts.append(
-                box.run.of(
-                    defects,
-                    seed=seed,
-                    faults=session.faults,
-                    scenarios=session.scenarios,
-                    events=verdict.events,
-                    outcome=outcome,
-                    detail=verdict.detail,
-                    states=verdict.distinct,
-                    session_seconds=session.seconds,
-                    check_seconds=verdict.seconds,
-                )
-            )
-    finally:
-        if out is None:
-            shutil.rmtree(folder, ignore_errors=True)
-    return box.result(
-        torch=torch_version() or "?",
-        hidden=hidden,
-        runs=verdicts,
-        coverage={op: coverage.get(op, 0) for op in box.ops},
-        actions={a: actions.get(a, 0) for a in box.actions},
-        seconds=time.monotonic() - start,
-        trace_dir=str(out) if out is not None else None,
-    )
+        finally:
+            if out is None:
+                shutil.rmtree(folder, ignore_errors=True)
+        return self.result(
+            torch=torch_version() or "?",
+            hidden=hidden,
+            runs=verdicts,
+            coverage={op: coverage.get(op, 0) for op in self.ops},
+            actions={a: actions.get(a, 0) for a in self.actions},
+            seconds=time.monotonic() - start,
+            trace_dir=str(out) if out is not None else None,
+        )
