@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Final
+from collections.abc import Callable, Sized
+from typing import Final, Protocol, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,12 +23,24 @@ from tracecheck.replay.report import print_report
 from tracecheck.replay.witness import print_witness
 from tracecheck.runner.toolchain import toolchain
 
-__all__ = ["TORCH_CAMPAIGN", "TORCH_UNAVAILABLE", "cmd_torch_campaign"]
+__all__ = ["TORCH_CAMPAIGN", "TORCH_UNAVAILABLE", "cmd_torch_campaign", "report_torch_campaign"]
 
 #: The campaign's name on the command line.
 TORCH_CAMPAIGN: Final = "torch-rendezvous"
 #: Exit code when torch 2.13 is not installed.
 TORCH_UNAVAILABLE: Final = 3
+
+
+class _Result(Protocol):
+    """A torch campaign's result: its failed runs, and its JSON."""
+
+    @property
+    def failed(self) -> Sized: ...
+
+    def model_dump(self, *, mode: str) -> dict[str, object]: ...
+
+
+R = TypeVar("R", bound=_Result)
 
 
 def cmd_torch_campaign(args: argparse.Namespace, console: Console) -> int:
@@ -44,17 +57,36 @@ def cmd_torch_campaign(args: argparse.Namespace, console: Console) -> int:
             if log.done == args.runs:
                 console.print(f"validating {args.runs} traces with TLC, then the invariants")
 
+    return report_torch_campaign(
+        args,
+        TORCH_CAMPAIGN,
+        lambda: run_torch_campaign(args.runs, args.seed, args.spec_root, out=args.out, on_run=ran),
+        lambda result: _print(console, result, args, log),
+        TorchUnavailableError,
+    )
+
+
+def report_torch_campaign(
+    args: argparse.Namespace,
+    name: str,
+    campaign: Callable[[], R],
+    show: Callable[[R], None],
+    unavailable: type[Exception],
+) -> int:
+    """Run a torch campaign and give its exit code: torch ``unavailable`` (the plug-in's
+    TorchUnavailableError) is said on stderr, TORCH_UNAVAILABLE; else the result as --json or
+    ``show``n, and 1 if a run failed."""
     try:
-        result = run_torch_campaign(args.runs, args.seed, args.spec_root, out=args.out, on_run=ran)
-    except TorchUnavailableError as err:
+        result = campaign()
+    except unavailable as err:
         Console(stderr=True, soft_wrap=True).print(
-            f"[yellow]campaign {TORCH_CAMPAIGN} not run:[/] {escape(str(err))}"
+            f"[yellow]campaign {name} not run:[/] {escape(str(err))}"
         )
         return TORCH_UNAVAILABLE
     if args.json:
         print(json.dumps(result.model_dump(mode="json") | {"failed": len(result.failed)}, indent=2))
     else:
-        _print(console, result, args, log)
+        show(result)
     return 1 if result.failed else 0
 
 

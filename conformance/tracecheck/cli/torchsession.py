@@ -8,9 +8,7 @@ installed or is not supported (the campaign did not run; ``make check`` says it 
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tracecheck.campaigns.torch_session import TorchSessionResult
-from tracecheck.cli.torchcampaign import TORCH_UNAVAILABLE
+from tracecheck.cli.torchcampaign import report_torch_campaign
 from tracecheck.runner.toolchain import toolchain
 
 __all__ = ["cmd_torch_session"]
@@ -35,19 +33,13 @@ def cmd_torch_session(
     from tracecheck.plugins.torch_rpc import TorchUnavailableError  # noqa: PLC0415 - lazily
 
     toolchain()
-    out: Path | None = args.out
-    try:
-        result = campaign(args.runs, args.seed, args.spec_root, out=out)
-    except TorchUnavailableError as err:
-        Console(stderr=True, soft_wrap=True).print(
-            f"[yellow]campaign {name} not run:[/] {escape(str(err))}"
-        )
-        return TORCH_UNAVAILABLE
-    if args.json:
-        print(json.dumps(result.model_dump(mode="json") | {"failed": len(result.failed)}, indent=2))
-    else:
-        _print(console, name, result, actions)
-    return 1 if result.failed else 0
+    return report_torch_campaign(
+        args,
+        name,
+        lambda: campaign(args.runs, args.seed, args.spec_root, out=args.out),
+        lambda result: _print(console, name, result, actions),
+        TorchUnavailableError,
+    )
 
 
 def _print(console: Console, name: str, result: TorchSessionResult[Any], actions: str) -> None:
