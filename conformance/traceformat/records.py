@@ -28,6 +28,7 @@ from pydantic import (
     Tag,
     WrapSerializer,
 )
+from pydantic.alias_generators import to_camel
 
 from traceformat.values import sort_key
 
@@ -52,6 +53,16 @@ class FrozenModel(BaseModel):
     """Base of every trace record and protocol message: immutable, no unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PostModel(FrozenModel):
+    """Base of an event's post-state: its Python fields (snake_case, the implementation's
+    attribute names) are logged under the spec's camelCase variable names, and either name
+    validates (by alias: pydantic's default; frozen and no unknown fields: FrozenModel's)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, validate_by_name=True, serialize_by_alias=True
+    )
 
 
 _set_attr: Final = object.__setattr__

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal, TypeAlias, TypeVar, Union
 
-from pydantic import BeforeValidator, ConfigDict, Field, TypeAdapter, WrapSerializer, create_model
-from pydantic.alias_generators import to_camel
+from pydantic import BeforeValidator, Field, TypeAdapter, WrapSerializer, create_model
 
 from protoref.autograd.core.ids import AutogradId
 from protoref.autograd.core.state import Container, Handler, RecvFn, SendFn
@@ -32,7 +31,7 @@ from protoref.tracing import (
     DELTA,
     DELTA_OR_WHOLE,
     WHOLE,
-    FrozenModel,
+    PostModel,
     SetDelta,
     TraceEventBase,
     delta_model,
@@ -103,15 +102,8 @@ HandlerDelta: TypeAlias = Annotated[
 ]
 
 
-class _Post(FrozenModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-    )
+class _Post(PostModel):
+    """A post-state, logged under the spec's variable names."""
 
 
 class NoPost(_Post):

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
-from pydantic import BeforeValidator, ConfigDict, WrapSerializer
-from pydantic.alias_generators import to_camel
+from pydantic import BeforeValidator, WrapSerializer
 
 from protoref.ids import GloballyUniqueId
 from protoref.rref.core.events import Message
@@ -16,7 +15,7 @@ from protoref.tracing import (
     DELTA,
     DELTA_OR_WHOLE,
     WHOLE,
-    FrozenModel,
+    PostModel,
     SetDelta,
     sort_key,
     tla_set_in,
@@ -117,15 +116,8 @@ ParkedDelta: TypeAlias = Annotated[
 # Python field names are RRefContext attribute names; JSON keys are the TLA+ variable names.
 
 
-class _Post(FrozenModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-    )
+class _Post(PostModel):
+    """A post-state, logged under the spec's variable names."""
 
 
 class _NextId(_Post):
