@@ -7,14 +7,13 @@ reject a planted stale or missing block.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from support.scripts import load_script
 from tracecheck.tla.cfgfile import checked
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,13 +23,7 @@ MUST_FAIL = [m for m in MANIFEST["models"] if m["expect"] != "pass"]
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SPEC / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SPEC / f"{name}.py", name)
 
 
 cex = _load("render_autograd_cex")

@@ -5,12 +5,12 @@ cannot drift from the spec and the traces it explains."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from support.scripts import load_script
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "spec" / "rref"
 #: Counterexamples checked here (a few seconds of TLC each); `render_rref_cex.py --check`
@@ -19,13 +19,7 @@ FAST = ("MCRRef_reuseIds", "MCRRef_noG2_parentHeld", "MCRRef_pytorch71029", "MCR
 
 
 def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"rref_{name}", SCRIPTS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it is executed
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPTS / f"{name}.py", f"rref_{name}")
 
 
 def test_the_diagrams_and_the_models_table_are_current() -> None:

@@ -4,12 +4,12 @@ models), so that the design reference cannot drift from the spec it explains."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from support.scripts import load_script
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "spec" / "rendezvous"
 #: The models whose tables are checked here (a few seconds of TLC each). The other tables,
@@ -29,13 +29,7 @@ FAST = (
 
 
 def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"rendezvous_{name}", SCRIPTS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it is executed
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPTS / f"{name}.py", f"rendezvous_{name}")
 
 
 def test_the_join_op_diagram_is_current() -> None:
