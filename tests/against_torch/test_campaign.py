@@ -5,11 +5,19 @@ schedules are reported as the torch defects they are."""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from protoref.torch.defects import DEFECT_SCENARIOS, PYTORCH_111646, RANK_WORLD
-from support.torch_runs import SESSION_SCENARIOS
-from tracecheck.campaigns.torch_rendezvous import RANK_WORLD_INVARIANTS, TorchCampaignResult
+from support.torch_runs import FIRST_SEED, SESSION_SCENARIOS
+from tracecheck.campaigns.torch_rendezvous import (
+    RANK_WORLD_INVARIANTS,
+    TorchCampaignResult,
+    run_torch_campaign,
+)
 from tracecheck.protocols.rendezvous import RENDEZVOUS
+from tracecheck.traces.load import load_trace
+
+SPEC_ROOT = Path(__file__).resolve().parents[2] / "spec"
 
 
 def _note(result: TorchCampaignResult) -> str:
@@ -82,3 +90,18 @@ def test_the_111646_schedule_is_flagged_as_the_torch_defect(campaign: TorchCampa
     assert "Sync" in run.detail
     # the survivor returned once and never re-rendezvoused
     assert sorted(len(o) for o in run.returned.values()) == [1, 1]
+
+
+def test_runs_of_one_scenario_share_their_node_names_and_tlc_runs(
+    torch_dr: object, tmp_path: Path
+) -> None:
+    """Each run numbers torch's handlers from the campaign's first local id (as a fresh agent
+    process would), so two runs of one scenario have the same nodes, hence the same spec
+    constants, and batch into one TLC run (the invariants' run: one per group of constants)."""
+    result = run_torch_campaign(
+        2, FIRST_SEED, SPEC_ROOT, out=tmp_path, names=["min_equals_max"], explain=False
+    )
+    assert [r.outcome for r in result.runs] == ["accepted", "accepted"], _note(result)
+    first, second = (load_trace(Path(r.trace)).header.nodes for r in result.runs)
+    assert first == second
+    assert result.invariants.tlc_runs == 1, result.invariants.tlc_runs

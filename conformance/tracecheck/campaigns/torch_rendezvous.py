@@ -140,9 +140,14 @@ def run_torch_campaign(
     folder.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     done, broken = [], []
+    # every run numbers its handlers from the same local id (as its own torchrun agent
+    # process would): runs of one scenario get the same node names, hence the same spec
+    # constants, and their traces share one TLC run instead of one each
+    first_id = harness.next_local_id()
     for i in range(runs):
         name, seed = order[i % len(order)], first_seed + i
         began = time.monotonic()
+        harness.restart_local_ids(first_id)
         try:
             done.append(harness.run(name, seed, folder))
         except Exception as err:  # a run that left no trace is a failed run, not the end

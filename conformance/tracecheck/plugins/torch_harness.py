@@ -14,6 +14,7 @@ from protoref.torch.defects import DEFECT_SCENARIOS, PYTORCH_111646, RANK_WORLD
 from protoref.torch.driver import run_scenario
 from protoref.torch.processes import PROCESS_SCENARIOS, run_processes
 from protoref.torch.replay_schedules import REPLAY_SCENARIOS
+from protoref.torch.run import next_local_id, restart_local_ids
 from protoref.torch.scenarios import SCENARIOS
 
 __all__ = [
@@ -22,7 +23,9 @@ __all__ = [
     "RANK_WORLD",
     "REPLAY_SCENARIOS",
     "TorchUnavailableError",
+    "next_local_id",
     "require_torch",
+    "restart_local_ids",
     "run",
     "run_scenario",
     "scenario_names",

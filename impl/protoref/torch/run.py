@@ -30,7 +30,14 @@ from protoref.torch.timing import DelayHook, TickTime, torch_timing
 from protoref.torch.values import ROLLBACK_PERIOD, TorchSettings, desc_order
 from protoref.tracing import TraceHeader, tla_set
 
-__all__ = ["RUN_ID", "TorchRun", "torch_header", "write_trace"]
+__all__ = [
+    "RUN_ID",
+    "TorchRun",
+    "next_local_id",
+    "restart_local_ids",
+    "torch_header",
+    "write_trace",
+]
 
 RUN_ID: Final = "traced"
 #: Real seconds a store call may block (a TCPStore ``get`` of a key nobody writes).
@@ -156,6 +163,26 @@ class TorchRun:
         observer = NodeObserver(self.ctx, handler, backend)
         self.observers.append(observer)
         return observer
+
+
+def next_local_id() -> int:
+    """The local id torch gives this process's next handler (``addr_pid_localid``): one
+    class-wide counter, ``DynamicRendezvousHandler._node_desc_generator``."""
+    generator = require_torch().DynamicRendezvousHandler._node_desc_generator
+    with generator._lock:
+        return int(generator._local_id)
+
+
+def restart_local_ids(first: int) -> None:
+    """Make ``first`` the local id of this process's next handler (:func:`next_local_id`).
+
+    A campaign restarts the counter before each run, as a fresh agent process of torchrun
+    would have it: runs of one scenario then name their nodes alike, so their traces have
+    the same spec constants and share one TLC run (traces batch when their constants agree,
+    :mod:`tracecheck.replay.validate`). Ids need only be unique within a run's process."""
+    generator = require_torch().DynamicRendezvousHandler._node_desc_generator
+    with generator._lock:
+        generator._local_id = first
 
 
 def torch_header(
