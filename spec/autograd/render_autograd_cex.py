@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracecheck.protocols.autograd import AUTOGRAD
 from tracecheck.runner.tlc import TLCOptions, run_tlc
 from tracecheck.tla.parser import parse_value
 from tracecheck.tla.values import format_value
@@ -47,37 +48,8 @@ SPEC = HERE / "DistAutograd.tla"
 BLOCK = re.compile(r"(<!-- CEX (\w+) -->\n)(.*?)(<!-- /CEX -->)", re.DOTALL)
 #: TLC's label for a step inside one of these disjunctions names the disjunction, not the action.
 GROUPS = ("AppNext", "SystemNext", "FaultNext", "Next")
-#: The spec's actions (the implementation's trace events).
-ACTIONS = (
-    "NewContext",
-    "NewContextRefused",
-    "SendMessageWithAutograd",
-    "NestedSendMessageWithAutograd",
-    "ReleaseContext",
-    "DistEngineExecute",
-    "RetrieveContext",
-    "FetchStoredValue",
-    "UdfRaises",
-    "RetryCleanup",
-    "LoseCleanupMsg",
-    "Crash",
-    "PeerDied",
-    "BackwardError",
-    "ProcessForwardAutogradReq",
-    "FinishForwardAutogradReq",
-    "DeserializeForwardAutogradResp",
-    "DeserializeResponse",
-    "PollTimeoutRpcs",
-    "ProcessCleanupAutogradContextReq",
-    "ReleaseOrphanedContext",
-    "Discard",
-    "RecvRpcBackwardApply",
-    "ProcessBackwardAutogradReq",
-    "ProcessBackwardAutogradResp",
-    "CleanupBackwardPass",
-    "ProcessBackwardStart",
-    "ProcessBackwardAck",
-)
+#: The spec's actions (the implementation's trace events): the trace mapping's list.
+ACTIONS = tuple(action.event for action in AUTOGRAD.actions)
 _SPAN = re.compile(r"line (\d+), col (\d+) to line (\d+), col (\d+) of module (\w+)")
 #: Variables in the order a step lists their changes; the counters are left out.
 ORDER = (
