@@ -120,7 +120,8 @@ def validate_files(
     breadth-first pass names the first unmatched event itself, so a rejection at event k
     costs about log2(k / probe_events) + 2 TLC runs and k events read. A file whose prefixes
     are all accepted is checked whole, or, with ``window`` and more than that many events
-    (a regular file), in windows of that many events (:mod:`tracecheck.replay.stream`:
+    (a regular file, or a stream copied to one as far as it is read: its peek's spool), in
+    windows of that many events (:mod:`tracecheck.replay.stream`:
     memory bounded by the window, the same verdict). The returned trace of a file decided on
     a prefix is that prefix; of a file checked in windows, its events up to the rejection,
     or its first window when accepted.
