@@ -3,6 +3,7 @@ Lamport clock, its arguments' domains, and, for a run that says it finished, qui
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 from support.ledger import GOOD, LEDGER, SPEC_ROOT, event, header
 from tracecheck.protocols.mapping import ActionMap
 from tracecheck.protocols.rref import RREF
-from tracecheck.replay.claims import first_false_claim
+from tracecheck.replay.claims import Stamps, first_false_claim
 from tracecheck.replay.explain import Explanation
 from tracecheck.replay.validate import validate_traces
 from tracecheck.traces.load import Trace, parse_trace_lines
@@ -238,3 +239,32 @@ def test_an_actor_may_be_one_of_two_fields() -> None:
     assert action.actor == "msg.dst|msg.src"
     with pytest.raises(ValueError, match="names no argument"):
         ActionMap(event="Drop", params=("msg",), actor="msg.dst|x.src")
+
+
+def test_a_node_s_clocks_are_kept_as_runs_and_answer_as_a_set() -> None:
+    """The sends a receive may name (every clock of every node) cost a run per jump of the
+    clock, not an entry per event; membership is a set's."""
+    import random  # noqa: PLC0415 - only this test draws
+
+    draw = random.Random(28)
+    clocks: list[int] = []
+    clock = 0
+    for _ in range(5_000):
+        clock += 1 if draw.random() < 0.9 else draw.randint(2, 9)
+        clocks.append(clock)
+    stamps = Stamps()
+    for c in clocks:
+        stamps.add(c)
+    jumps = sum(1 for a, b in itertools.pairwise(clocks) if b != a + 1)
+    assert stamps.runs == jumps + 1
+    known = set(clocks)
+    for probe in range(-2, clock + 3):
+        assert (probe in stamps) == (probe in known), probe
+    assert "3" not in stamps
+    # a node whose every step adds one to its clock: one run however long its trace
+    steady = Stamps()
+    for c in range(1, 100_001):
+        steady.add(c)
+    assert steady.runs == 1
+    assert 100_000 in steady
+    assert 100_001 not in steady

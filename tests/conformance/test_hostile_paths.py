@@ -71,7 +71,7 @@ def test_a_trace_through_a_pipe_is_validated() -> None:
     assert "1/1 accepted; 23 events" in proc.stdout
 
 
-def test_a_pipe_is_read_once_and_kept_by_its_peek(tmp_path: Path) -> None:
+def test_a_pipe_is_read_once_and_spooled_by_its_peek(tmp_path: Path) -> None:
     fifo = tmp_path / "t.fifo"
     os.mkfifo(fifo)
     writer = subprocess.Popen(["cp", str(GOLDEN), str(fifo)])
@@ -79,9 +79,38 @@ def test_a_pipe_is_read_once_and_kept_by_its_peek(tmp_path: Path) -> None:
         peek = peek_trace(fifo, idle=BOUND)
     finally:
         writer.wait(timeout=BOUND)
-    assert peek.trace is not None
-    assert peek.trace.events == load_trace(GOLDEN).events
-    assert peek.lines == len(peek.trace.events)
+    assert peek.trace is None  # not loaded: copied to a regular file, read from there
+    assert peek.spool is not None
+    assert peek.spool.done
+    copied = load_trace(peek.readable, source=str(fifo))
+    assert copied.events == load_trace(GOLDEN).events
+    assert copied.source == str(fifo)
+    assert peek.lines == len(copied.events) + 1  # (its end line too, as a file's peek counts)
+    folder = peek.spool.path.parent
+    assert folder.is_dir()
+    peek.spool.close()
+    assert not folder.exists()
+
+
+def test_a_stream_s_bad_line_is_named_as_read_from_the_stream(tmp_path: Path) -> None:
+    """The spool stops at the first line that is not JSON, and the loader names it."""
+    fifo = tmp_path / "t.fifo"
+    os.mkfifo(fifo)
+    text = GOLDEN.read_bytes().splitlines(keepends=True)
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(b"".join([*text[:3], b"{not json\n", *text[3:]]))
+    writer = subprocess.Popen(["cp", str(bad), str(fifo)])
+    try:
+        peek = peek_trace(fifo, idle=BOUND)
+        assert peek.spool is not None
+        assert peek.spool.done
+        with pytest.raises(TraceFormatError) as caught:
+            load_trace(peek.readable, source=str(fifo))
+    finally:
+        writer.wait(timeout=BOUND)
+    assert caught.value.line == 4
+    assert caught.value.source == str(fifo)
+    assert peek.spool.lines == 4  # nothing copied after the bad line
 
 
 def _header(nodes: int) -> bytes:
@@ -177,3 +206,18 @@ def test_a_long_file_rejected_near_its_start_is_decided_on_a_prefix(tmp_path: Pa
     assert report.all_accepted
     assert len(traces[0].events) == len(lines) - 2  # (the header and the end line)
     assert report.tlc_runs >= 2
+
+
+def test_a_killed_checker_s_spool_is_swept_by_the_next(tmp_path: Path) -> None:
+    from tracecheck.runner.tlc import sweep_stale  # noqa: PLC0415
+    from tracecheck.traces.spool import SPOOL_PREFIX  # noqa: PLC0415
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(timeout=BOUND)
+    stale = tmp_path / f"{SPOOL_PREFIX}{gone.pid}-x"
+    stale.mkdir()
+    (stale / "trace.ndjson").write_text("{}\n", encoding="utf-8")
+    mine = tmp_path / f"{SPOOL_PREFIX}{os.getpid()}-y"
+    mine.mkdir()
+    assert sweep_stale(tmp_path) == [stale]
+    assert mine.is_dir()

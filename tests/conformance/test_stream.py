@@ -5,6 +5,8 @@ log2(k / probe) TLC runs."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from tracecheck.replay.stream import stream_file
 from tracecheck.replay.tlcrun import spec_library, spec_variables
 from tracecheck.replay.validate import check_schema, validate_files, validate_traces
 from tracecheck.replay.verdicts import TraceVerdict
-from tracecheck.traces.load import load_trace, peek_trace
+from tracecheck.traces.load import TracePeek, load_trace, peek_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -229,3 +231,62 @@ def test_a_window_that_leaves_too_many_states_open_is_an_error(
         stream._states([*printed, '<<"tv_state", 1, <<1, {}>>>>'], "t")
     with pytest.raises(CheckerError, match="no state"):
         stream._states([], "t")
+
+
+class _Piped:
+    """A file written into a FIFO by ``cat`` (as ``validate <(cat t)`` hands the checker a
+    pipe), peeked at; the writer ends when the checker stops reading (SIGPIPE)."""
+
+    def __init__(self, path: Path, tmp: Path) -> None:
+        self.fifo = tmp / f"{path.stem}.fifo"
+        os.mkfifo(self.fifo)
+        # (the shell opens the FIFO: an open for writing waits for the reader)
+        self.writer = subprocess.Popen(
+            ["sh", "-c", 'exec cat -- "$0" > "$1"', str(path), str(self.fifo)]
+        )
+
+    def __enter__(self) -> TracePeek:
+        self.peek = peek_trace(self.fifo)
+        return self.peek
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.peek.spool is not None
+        folder = self.peek.spool.path.parent
+        self.peek.spool.close()
+        self.writer.wait(timeout=60)
+        assert not folder.exists()  # the copy is removed with its spool
+
+
+def test_a_long_trace_through_a_pipe_is_checked_in_windows(tmp_path: Path) -> None:
+    good = _write(tmp_path / "good.ndjson", _ledger_events(1_000))
+    with _Piped(good, tmp_path) as peek:
+        traces, report = validate_files(
+            [peek], LEDGER, SPEC_ROOT, explain=False, probe_events=50, window=300
+        )
+    # what the regular file gets (test above): probes of 50, 100, 200, then 4 windows
+    assert report.all_accepted
+    assert report.events == 1_000
+    assert report.tlc_runs == 7
+    assert len(traces[0].events) == 300  # the first window, not the whole trace
+    (verdict,) = report.verdicts
+    assert verdict.source == str(peek.path)
+
+
+def test_a_pipe_rejected_early_is_copied_only_as_far_as_its_probes(tmp_path: Path) -> None:
+    events = _ledger_events(60_000)  # about 5 MiB: more than the peek copies (1 MiB)
+    events[899] = dict(events[899], post={"balance": 3})  # event 900 is wrong
+    bad = _write(tmp_path / "bad.ndjson", events)
+    with _Piped(bad, tmp_path) as peek:
+        traces, report = validate_files(
+            [peek], LEDGER, SPEC_ROOT, explain=False, probe_events=50, window=50_000
+        )
+        assert peek.spool is not None
+        copied = peek.spool.events
+    (verdict,) = report.verdicts
+    assert verdict.rejection is not None
+    assert verdict.rejection.index == 900
+    assert verdict.source == str(peek.path)
+    assert report.tlc_runs == 7  # as the regular file's probes (test above)
+    assert len(traces[0].events) == 1_600
+    # the peek's megabyte and the probes' 1,600 events, not the 60,000
+    assert copied < 20_000

@@ -76,19 +76,21 @@ class _FileEvents:
     """The file's events, read again at each iteration a window at a time: what
     ``mapping.derive`` iterates (it reads ``header`` and ``events`` in order, nothing else)."""
 
-    def __init__(self, path: Path, header: TraceHeader, size: int) -> None:
-        self.source, self.header, self._path, self._size = str(path), header, path, size
+    def __init__(self, path: Path, header: TraceHeader, size: int, source: str) -> None:
+        self.source, self.header, self._path, self._size = source, header, path, size
 
     @property
     def events(self) -> Iterator[TraceEvent]:
-        for window, _ in trace_windows(self._path, self._size):
+        for window, _ in trace_windows(self._path, self._size, source=self.source):
             yield from window.events
 
 
-def _derived(path: Path, header: TraceHeader, mapping: ProtocolMap, size: int) -> dict[str, str]:
+def _derived(
+    path: Path, header: TraceHeader, mapping: ProtocolMap, size: int, source: str
+) -> dict[str, str]:
     if mapping.derive is None:
         return {}
-    view = cast("Trace", _FileEvents(path, header, size))
+    view = cast("Trace", _FileEvents(path, header, size, source))
     return dict(mapping.derive([view]))
 
 
@@ -204,19 +206,22 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
     window: int = STREAM_WINDOW,
     check_schema: Any = None,
     walk: bool = True,
+    source: str | None = None,
 ) -> Streamed:
     """Check one trace file window by window (see the module docstring). ``variables`` are the
     spec's (the order of its ``vars``); ``check_schema(trace, mapping)`` checks a window
     against the implementation's schema (in a thread, while TLC runs). ``walk=False``: no
-    simulation chain first, the breadth-first chain decides."""
+    simulation chain first, the breadth-first chain decides. ``source``: the name verdicts
+    and errors give (default ``path``; a stream's spool is named as its stream)."""
+    name = source or str(path)
     if not variables:
         raise CheckerError(
-            f"{path}: the spec's vars are not known, so its windows cannot be chained; "
+            f"{name}: the spec's vars are not known, so its windows cannot be chained; "
             "check it whole (validate --probe 0)"
         )
-    derived = _derived(path, header, mapping, window)
+    derived = _derived(path, header, mapping, window, name)
     cost = _Cost()
-    args = (path, header, mapping, library, variables, options, reader, window, derived)
+    args = (path, header, mapping, library, variables, options, reader, window, derived, name)
     walked = _walk(*args, cost, check_schema) if walk else None
     if walked is not None:
         return walked
@@ -226,7 +231,7 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
     offset = 0
     first: Trace | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracecheck-schema") as pool:
-        for part, last in trace_windows(path, window):
+        for part, last in trace_windows(path, window, source=name):
             first = first or part
             read = offset + len(part.events)
             schema = pool.submit(check_schema, part, mapping) if check_schema else None
@@ -246,14 +251,14 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
                 )
                 result = run_rendered(rendered, library, options)
                 cost.runs += 1
-                require_clean(result, f"{path}, events {offset + 1}..{offset + checked}")
+                require_clean(result, f"{name}, events {offset + 1}..{offset + checked}")
                 cost.distinct += result.stats.distinct or 0
                 (furthest,) = furthest_cursors(result, 1)
                 local = cursor_verdict(resolved, furthest, rendered.end_steps[0])
                 if not local.accepted:
                     verdict = _shifted(local, part, offset, read)
                 elif more:
-                    start = _states(result.printed, str(path))
+                    start = _states(result.printed, name)
             if schema is not None:
                 schema.result()  # a malformed window is an error whatever TLC said of it
             if verdict is None and claim is not None:
@@ -263,7 +268,7 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
             cost.coverage.update(e.event for e in part.events)
             offset = read
     assert first is not None
-    accepted = TraceVerdict(source=str(path), accepted=True, events=offset, matched=offset)
+    accepted = TraceVerdict(source=name, accepted=True, events=offset, matched=offset)
     return cost.streamed(first, accepted, offset)
 
 
@@ -277,6 +282,7 @@ def _walk(  # noqa: PLR0917 - stream_file's, passed on
     reader: Path | None,
     window: int,
     derived: dict[str, str],
+    name: str,
     cost: _Cost,
     check_schema: Any,
 ) -> Streamed | None:
@@ -294,7 +300,7 @@ def _walk(  # noqa: PLR0917 - stream_file's, passed on
     offset = 0
     coverage: Counter[str] = Counter()
     first: Trace | None = None
-    for part, last in trace_windows(path, window):
+    for part, last in trace_windows(path, window, source=name):
         first = first or part
         if check_schema is not None:
             check_schema(part, mapping)  # a malformed window is an error whatever TLC says
@@ -323,7 +329,7 @@ def _walk(  # noqa: PLR0917 - stream_file's, passed on
         offset += len(part.events)
     assert first is not None
     cost.coverage = coverage
-    accepted = TraceVerdict(source=str(path), accepted=True, events=offset, matched=offset)
+    accepted = TraceVerdict(source=name, accepted=True, events=offset, matched=offset)
     return cost.streamed(first, accepted, offset)
 
 

@@ -45,7 +45,14 @@ from tracecheck.replay.tlcrun import CheckerError, spec_library, spec_variables
 from tracecheck.replay.tracedata import header_constants
 from tracecheck.replay.verdicts import Rejection, TraceVerdict, ValidationReport
 from tracecheck.runner.tlc import TLCOptions
-from tracecheck.traces.load import Trace, TraceHeader, TracePeek, load_trace, peek_trace
+from tracecheck.traces.load import (
+    Trace,
+    TraceHeader,
+    TracePeek,
+    load_trace,
+    peek_trace,
+    spooled,
+)
 from tracecheck.traces.schema import check_events
 
 __all__ = ["check_schema", "validate_files", "validate_traces"]
@@ -113,7 +120,8 @@ def validate_files(
     breadth-first pass names the first unmatched event itself, so a rejection at event k
     costs about log2(k / probe_events) + 2 TLC runs and k events read. A file whose prefixes
     are all accepted is checked whole, or, with ``window`` and more than that many events
-    (a regular file), in windows of that many events (:mod:`tracecheck.replay.stream`:
+    (a regular file, or a stream copied to one as far as it is read: its peek's spool), in
+    windows of that many events (:mod:`tracecheck.replay.stream`:
     memory bounded by the window, the same verdict). The returned trace of a file decided on
     a prefix is that prefix; of a file checked in windows, its events up to the rejection,
     or its first window when accepted.
@@ -128,6 +136,9 @@ def validate_files(
         size = probe_events
         pending = [i for i, p in enumerate(peeks) if p.lines > 2 * probe_events]
         while pending:
+            # (a stream copied as far as its probe reads: its line count is exact at its end)
+            for i in pending:
+                peeks[i] = spooled(peeks[i], size)
             prefixes = [_first_events(peeks[i], size) for i in pending]
             probed = [_Source(t.source, t.header, len(t.events), trace=t) for t in prefixes]
             shown, first = _validate(
@@ -148,13 +159,14 @@ def validate_files(
     for i in streamed:
         assert window is not None
         limit = None if explain_at_most is None else max(0, explain_at_most - explained)
+        peeks[i] = spooled(peeks[i])  # (a stream, copied to its end: windows read it again)
         decided[i] = _stream(peeks[i], mapping, spec_root, limit, options, window, spent)
         explained += bool(decided[i][1].explanation)
     rest = [i for i in range(len(peeks)) if i not in decided]
-    # (a pipe, FIFO or device was read whole to be peeked at: its trace is in the peek)
+    # (a pipe, FIFO or device is read from its spool, copied to its end)
     sources = [
-        _Source(str(p.path), p.header, p.lines, trace=p.trace, path=p.path)
-        for p in (peeks[i] for i in rest)
+        _Source(str(p.path), p.header, p.lines, trace=p.trace, path=p.readable)
+        for p in (spooled(peeks[i]) for i in rest)
     ]
     traces, report = _validate(
         sources, mapping, spec_root, started, explain_at_most, options, simulate
@@ -191,7 +203,7 @@ def _stream(  # noqa: PLR0917 - validate_files' options, passed on
     explained on its events up to the rejection (which a rejection at event k reads anyway)."""
     library = spec_library(spec_root, mapping)
     got = stream_file(
-        peek.path,
+        peek.readable,
         peek.header,
         mapping,
         library,
@@ -200,6 +212,7 @@ def _stream(  # noqa: PLR0917 - validate_files' options, passed on
         reader_classes(),
         window=window,
         check_schema=check_schema,
+        source=str(peek.path),
     )
     spent.runs += got.runs
     spent.distinct += got.distinct
@@ -208,7 +221,11 @@ def _stream(  # noqa: PLR0917 - validate_files' options, passed on
     rejection = verdict.rejection
     if rejection is not None:
         # the events up to the rejection (every event before an end step's: the whole trace)
-        trace = load_trace(peek.path, max_events=rejection.index if rejection.event else None)
+        trace = load_trace(
+            peek.readable,
+            max_events=rejection.index if rejection.event else None,
+            source=str(peek.path),
+        )
         if rejection.kind in ("spec", "end") and explain_limit != 0:
             explain_one = explain_end if rejection.kind == "end" else explain_rejection
             explanation = explain_one(trace, rejection.index, mapping, library, options)
@@ -222,7 +239,7 @@ def _first_events(peek: TracePeek, events: int) -> Trace:
     a stream's peek holds)."""
     if peek.trace is not None:
         return _prefix(peek.trace, events)
-    return load_trace(peek.path, max_events=events)
+    return load_trace(peek.readable, max_events=events, source=str(peek.path))
 
 
 def _merged(  # noqa: PLR0917 - the runs of validate_files and what they decided
@@ -274,7 +291,7 @@ class _Source:
     def load(self) -> Trace:
         if self._trace is None:
             assert self._path is not None
-            self._trace = load_trace(self._path)
+            self._trace = load_trace(self._path, source=self.source)
         return self._trace
 
 

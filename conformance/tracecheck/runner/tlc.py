@@ -155,7 +155,7 @@ def temp_folder(prefix: str = TEMP_PREFIX) -> Path:
 
 
 #: Prefixes of the temporary folders tracecheck makes with :func:`temp_folder`.
-STALE_PREFIXES = ("tlc-meta-", "tlc-dist-")
+STALE_PREFIXES = ("tlc-meta-", "tlc-dist-", "tracecheck-spool-")
 
 
 def sweep_stale(root: Path | None = None) -> list[Path]:

@@ -28,6 +28,7 @@ from tracecheck.nogc import paused_gc
 from tracecheck.traces.errors import TraceFormatError
 from tracecheck.traces.jsonvalue import string_problem
 from tracecheck.traces.source import IDLE_SECONDS, MAX_LINE, is_stream, open_trace, trace_lines
+from tracecheck.traces.spool import Spool
 from traceformat import (
     SCHEMA_VERSION,
     SUPPORTED_SCHEMA_VERSIONS,
@@ -37,6 +38,7 @@ from traceformat import (
 )
 
 __all__ = [
+    "LONG",
     "MAX_LINE",
     "SCHEMA_VERSION",
     "Trace",
@@ -49,6 +51,7 @@ __all__ = [
     "merge_traces",
     "parse_trace_lines",
     "peek_trace",
+    "spooled",
     "trace_windows",
 ]
 
@@ -180,15 +183,16 @@ def _window(
 
 
 def trace_windows(
-    path: Path, size: int, *, idle: float = IDLE_SECONDS
+    path: Path, size: int, *, idle: float = IDLE_SECONDS, source: str | None = None
 ) -> Iterator[tuple[Trace, bool]]:
     """The trace file's events in windows of ``size`` events, read as they are asked for (one
     window and the next event in memory at a time): each window is a :class:`Trace` of the
     file's header and source, its lines the file's, with whether it is the last (only the
     last holds the end line).
     Every line is checked as :func:`load_trace` checks it (the per-node ``seq`` across
-    windows too); a malformed line is its TraceFormatError when its window is asked for."""
-    source = str(path)
+    windows too); a malformed line is its TraceFormatError when its window is asked for.
+    ``source``: the name the windows and errors give (a spool's copy is named as its stream)."""
+    source = source or str(path)
     with open_trace(path, idle) as file:
         try:
             yield from _windows(trace_lines(file, source), source, size)
@@ -370,12 +374,18 @@ def _named(name: str) -> bool:
     return True
 
 
-def load_trace(path: Path, *, idle: float = IDLE_SECONDS, max_events: int | None = None) -> Trace:
+def load_trace(
+    path: Path,
+    *,
+    idle: float = IDLE_SECONDS,
+    max_events: int | None = None,
+    source: str | None = None,
+) -> Trace:
     """Read one trace file (see :func:`parse_trace_lines`, and ``max_events`` there), streamed:
     each line is parsed as it is read, so a malformed line k stops the read there (a pipe,
     FIFO or device is read as :mod:`tracecheck.traces.source` says, its waits bounded by
-    ``idle`` seconds)."""
-    source = str(path)
+    ``idle`` seconds). ``source``: the name the trace and errors give (default ``path``)."""
+    source = source or str(path)
     with open_trace(path, idle) as file, paused_gc(keep=True):
         try:
             lines = trace_lines(file, source)
@@ -392,9 +402,32 @@ class TracePeek(NamedTuple):
     header: TraceHeader
     #: The lines after the header (its events, give or take blank lines).
     lines: int
-    #: The trace itself when the path could be read only once (a pipe, FIFO or device: it was
-    #: loaded to be peeked at), else None.
+    #: The trace itself when it is already loaded, else None.
     trace: Trace | None = None
+    #: What the path could be read only once (a pipe, FIFO or device): its lines copied to a
+    #: regular file as they are asked for (:mod:`tracecheck.traces.spool`; read it through
+    #: :func:`spooled`). ``lines`` is then exact once the copy is done, else :data:`LONG`.
+    spool: Spool | None = None
+
+    @property
+    def readable(self) -> Path:
+        """The regular file to read the trace from (the spool's copy, for a stream)."""
+        return self.path if self.spool is None else self.spool.path
+
+
+#: The line count of a stream not yet copied to its end: long enough to be probed and, its
+#: probes accepted, checked in windows (``validate_files``), like a long regular file.
+LONG: Final = 1 << 62
+
+
+def spooled(peek: TracePeek, events: int | None = None) -> TracePeek:
+    """``peek`` with its spool (if any) copied up to ``events`` events (all: None), its line
+    count exact if the copy reached the stream's end."""
+    spool = peek.spool
+    if spool is None:
+        return peek
+    spool.fill(events)
+    return peek._replace(lines=spool.events if spool.done else LONG)
 
 
 #: The bytes after the header a peek counts lines in.
@@ -406,16 +439,21 @@ def peek_trace(path: Path, *, idle: float = IDLE_SECONDS) -> TracePeek:
     exact up to :data:`_SAMPLE` bytes after the header and estimated from the file's size
     beyond (batching needs no more, and counting read every byte of the file before a
     rejection at its line 3); the events are not parsed. What can be read only once (a pipe,
-    FIFO or device) is loaded whole instead, and comes back in the peek."""
+    FIFO or device) is copied to a spool, as much as a file's sample (and more when asked
+    for: :func:`spooled`), and the peek holds the spool."""
+    spool = None
     if is_stream(path):
-        trace = load_trace(path, idle=idle)
-        return TracePeek(path, trace.header, len(trace.events), trace)
+        spool = Spool(path, idle)
+        spool.fill(size=_SAMPLE)
+    readable = path if spool is None else spool.path
     try:
-        with path.open("rb") as file:
+        with readable.open("rb") as file:
             first = file.readline(MAX_LINE + 1)
             sample = file.read(_SAMPLE)
             rest = sample.count(b"\n")
-            if len(sample) == _SAMPLE:  # a long file: its lines estimated from its size
+            if spool is not None:  # exact once copied to the end, else long
+                rest = spool.events if spool.done else LONG
+            elif len(sample) == _SAMPLE:  # a long file: its lines estimated from its size
                 size = os.fstat(file.fileno()).st_size - len(first)
                 rest = max(1, round(rest * size / _SAMPLE))
     except OSError as exc:
@@ -424,13 +462,15 @@ def peek_trace(path: Path, *, idle: float = IDLE_SECONDS) -> TracePeek:
         raise TraceFormatError(str(path), 1, f"a line of more than {MAX_LINE:,} bytes")
     if not first.strip() or not first.endswith(b"\n"):
         # the loader says what is wrong with it (empty, a blank or truncated first line)
-        trace = load_trace(path)
+        if spool is not None:
+            spool.fill()
+        trace = load_trace(readable, source=str(path))
         return TracePeek(path, trace.header, len(trace.events))
     try:
         raw = orjson.loads(first)
     except orjson.JSONDecodeError as exc:
         raise TraceFormatError(str(path), 1, f"bad JSON: {exc.msg}") from exc
-    return TracePeek(path, _header(raw, str(path), 1), rest)
+    return TracePeek(path, _header(raw, str(path), 1), rest, spool=spool)
 
 
 def merge_traces(traces: Sequence[Trace]) -> Trace:

@@ -13,7 +13,9 @@ typed: a pipe (``validate <(cat t)`` passes ``/dev/fd/63``), a named FIFO, a cha
   ``open`` itself forever) and each read waits at most ``idle`` seconds for data: a FIFO with
   no writer, or a writer that stalls, is a :class:`TraceFormatError` saying so.
 
-A regular file is read through the same line reader, without the waits.
+A regular file is read through the same line reader, without the waits. To be read more than
+once (peeked at, probed, checked in windows), a stream is copied to a regular file as far as it
+is read (:mod:`tracecheck.traces.spool`).
 """
 
 from __future__ import annotations
