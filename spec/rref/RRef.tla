@@ -124,6 +124,29 @@ Id == UNION {{<<w, n>> : n \in 1..MaxLocalId[w]} : w \in Workers}  \* GloballyUn
 NoId == <<>>                 \* "no parent": the root UserRRef of rpc.remote
 Reference == Variant = "Reference"
 
+\* Tombstones bounded (issue 28): definitions a model overrides in its cfg
+\* (`DeleteLast = TRUE`), so the other models keep their state space, figures
+\* and counterexamples; trace headers name them (old traces: FALSE).
+\* DeleteLast, Reference only: an RREF_USER_DELETE is the last message about
+\* its fork that can reach the owner, so the owner keeps no tombstone at all
+\* (TombstoneBoundInv).  Two waits on the user's side make it so (each has an
+\* ablation in DeleteLastAblate, checked by DeleteIsLastInv):
+\*  "remote": a creator whose rpc.remote timed out stays pending (pinned)
+\*            until the late REMOTE_RET, so its delete follows the owner's
+\*            AssignOwnerRRef (the one PYTHON_REMOTE_CALL, never retried);
+\*  "fork":   a UserRRef is not destroyed while a copy of its own
+\*            RREF_FORK_REQUEST is in flight (its retry layer knows: the copy
+\*            is unacknowledged), so no duplicate follows its delete.
+\* Duplicate RREF_USER_DELETEs need nothing: the fork is gone, and nothing
+\* that could register it again can still arrive.
+DeleteLast == FALSE
+DeleteLastAblate == {}
+NoTombstones == Reference /\ DeleteLast
+PinTimedOut == NoTombstones /\ "remote" \notin DeleteLastAblate
+AwaitForkCopies == NoTombstones /\ "fork" \notin DeleteLastAblate
+\* A copy of f's own RREF_FORK_REQUEST is in flight (AwaitForkCopies keeps f alive).
+ForkRequestOut(f) == \E m \in net : m.type = "RREF_FORK_REQUEST" /\ m.fork = f
+
 MsgTypes == {"PYTHON_REMOTE_CALL", "REMOTE_RET", "PYTHON_RREF_FETCH_CALL",
              "PYTHON_RREF_FETCH_RET", "PYTHON_CALL", "RREF_FORK_REQUEST",
              "RREF_ACK", "RREF_CHILD_ACCEPT", "RREF_USER_DELETE"}
@@ -381,6 +404,8 @@ LoseFirstAttempt(m) ==
 (* error path; PyTorch then calls delForkOfOwner(r, r), which may erase    *)
 (* the OwnerRRef before the delayed call runs (#71029, #73294); the        *)
 (* Reference keeps the self fork until the call has been processed.        *)
+(* PinTimedOut (DeleteLast): f # r is marked timed out but stays pending,  *)
+(* so it is not deleted before the owner has processed its call.          *)
 TimeOutRemote(w, r, f) ==
     /\ Timeouts
     /\ IF f # r
@@ -388,8 +413,12 @@ TimeOutRemote(w, r, f) ==
             /\ u.rref = r /\ u.parent = NoId
             /\ f \in pendingUsers[w]
             /\ f \notin remoteErrors  \* the future already failed (FailRemote)
-            /\ pendingUsers' = [pendingUsers EXCEPT ![w] = @ \ {f}]
-            /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \cup {f}]
+            /\ f \notin timedOut      \* a future fails once (PinTimedOut keeps f pending)
+            \* PinTimedOut: f stays pending until the late REMOTE_RET confirms it
+            /\ pendingUsers' = IF PinTimedOut THEN pendingUsers
+                               ELSE [pendingUsers EXCEPT ![w] = @ \ {f}]
+            /\ confirmedUsers' = IF PinTimedOut THEN confirmedUsers
+                                 ELSE [confirmedUsers EXCEPT ![w] = @ \cup {f}]
             /\ timedOut' = timedOut \cup {f}
             /\ UNCHANGED <<selfCalls, forks, owners, removedForks, erasedOwners>>
        ELSE /\ r \in selfCalls[w]
@@ -486,6 +515,7 @@ DelUser(w, f) ==
     /\ \E u \in UserOn(w, f) :
         /\ f \notin deleted
         /\ ~Referenced(w, f)
+        /\ AwaitForkCopies => ~ForkRequestOut(f)
         /\ deleted' = deleted \cup {f}
         /\ confirmedUsers' = [confirmedUsers EXCEPT ![w] = @ \ {f}]
         /\ net' = IF G1 /\ phase[w] # "destroyed"
@@ -681,12 +711,13 @@ DelPendingChild(w, r, c) ==
 
 (* Owner w processes RREF_USER_DELETE(r, f): delForkOfOwner(r, f), which   *)
 (* tolerates unknown ids and erases owners_[r] with the last fork.  The    *)
-(* Reference also records a tombstone for (r, f).                           *)
+(* Reference also records a tombstone for (r, f), unless DeleteLast: then  *)
+(* nothing that could register (r, f) again can still arrive.             *)
 DelForkOfOwner(w, r, f) ==
     /\ \E m \in InFlight("RREF_USER_DELETE", w, r, f) :
         /\ net' = net \ {m}
         /\ DelForkLocally(w, r, f)
-        /\ tombstones' = IF Reference
+        /\ tombstones' = IF Reference /\ ~DeleteLast
                            THEN [tombstones EXCEPT ![w] = @ \cup {<<r, f>>}]
                            ELSE tombstones
     /\ UNCHANGED <<nextId, pendingOwners, pendingUsers, confirmedUsers,
@@ -724,6 +755,7 @@ DelAllUsersAndUnforkedOwners(w) ==
     /\ pendingUsers[w] = {}
     /\ pendingChildren[w] = {}
     /\ Reference => \A f \in fetching : UserOn(w, f) = {}
+    /\ AwaitForkCopies => ~\E m \in net : m.type = "RREF_FORK_REQUEST" /\ m.src = w
     /\ LET victims == {u \in Users : u.on = w /\ u.fork \in confirmedUsers[w]
                                      /\ u.fork \notin deleted}
            unforked == {r \in owners[w] : ~\E e \in forks[w] : e[1] = r}
@@ -953,6 +985,23 @@ ShutdownOrderInv ==
     \A w \in Workers : phase[w] = "destroyed" =>
         /\ ~\E m \in net : m.src = w \/ m.dst = w
         /\ \A p \in UNION {pendingOwners[v] : v \in Workers} : p[3] # w
+
+(* R12 (DeleteLast): a UserRRef's RREF_USER_DELETE is the last message     *)
+(* about it that can reach its owner: once it is deleted, no                *)
+(* PYTHON_REMOTE_CALL and no copy of an RREF_FORK_REQUEST for it is in      *)
+(* flight, so nothing can register the fork again and the owner needs no    *)
+(* tombstone (what the Reference's tombstones guarded against: #41217,      *)
+(* #26759).                                                                  *)
+DeleteIsLastInv ==
+    NoTombstones =>
+        \A m \in net : m.type \in {"PYTHON_REMOTE_CALL", "RREF_FORK_REQUEST"} =>
+                        m.fork \notin deleted
+
+(* R13 (issue 28): what an owner keeps for the forks it deleted is bounded:  *)
+(* the Reference keeps nothing (no tombstone), so an owner's memory does not *)
+(* grow with the UserRRefs ever deleted (MCRRef_refTombstones: a tombstone  *)
+(* per deleted fork).                                                         *)
+TombstoneBoundInv == Reference => \A w \in Workers : tombstones[w] = {}
 
 -----------------------------------------------------------------------------
 (* Liveness (under WF_vars(SystemNext)).  Every behaviour is finite up to    *)

@@ -45,7 +45,7 @@ SEEDS: dict[Fault, tuple[int, int]] = {
     Fault.DELETE_BEFORE_ACK: (0, 3),
     Fault.PARENT_BEFORE_CHILD: (2, 21),
     Fault.FORGET_PENDING_CHILD: (2, 2),
-    Fault.RESURRECT_DELETED_FORK: (90, 46),
+    Fault.RESURRECT_DELETED_FORK: (4, 52),
     Fault.OWNER_DELETED_WHILE_FORKED: (1, 9),
     Fault.CONFIRM_FORGETS_USER: (0, 5),
     Fault.REUSE_IDS: (0, 1),
@@ -103,15 +103,34 @@ def _symptom(fault: Fault, event: dict[str, Any], pre: State, post: State) -> bo
     raise AssertionError(fault)
 
 
+def _destroyed_with_copies(event: dict[str, Any], post: State, copies: dict[Any, int]) -> bool:
+    """``event`` destroys a UserRRef while a copy of its RREF_FORK_REQUEST is in flight (what
+    ``resurrect-deleted-fork`` does first since the owner keeps no tombstone: RRef.tla
+    ``AwaitForkCopies``); else count the copies the event sends, retries, takes or loses."""
+    name, args = event["event"], event["args"]
+    if name == "DelUser":
+        return copies[from_json(args["f"])] > 0
+    if name == "GetOrCreateRRef" and from_json(args["c"]) in post.get("pendingUsers", ()):
+        copies[from_json(args["c"])] += 1  # user to user: the child sends its fork request
+    elif name == "AddForkOfOwnerIfNotPresent":
+        copies[from_json(args["c"])] -= 1
+    elif name in {"RetrySend", "LoseFirstAttempt"} and args["m"]["type"] == "RREF_FORK_REQUEST":
+        copies[from_json(args["m"]["fork"])] += 1 if name == "RetrySend" else -1
+    return False
+
+
 def first_symptom(fault: Fault, events: Sequence[dict[str, Any]]) -> int | None:
     """The 1-based index of the first event that shows ``fault``, from the trace alone."""
     known: defaultdict[str, State] = defaultdict(dict)
     # the per-node sets as the checker rebuilds them from their deltas (trace schema 3)
     wholes = resolve([(e["node"], list(e["post"].items())) for e in events])
+    copies: defaultdict[Any, int] = defaultdict(int)  # RREF_FORK_REQUEST copies in flight
     for number, (event, whole) in enumerate(zip(events, wholes, strict=True), start=1):
         pre = known[event["node"]]
         post = {f: from_json(v) for f, v in zip(event["post"], whole, strict=True)}
         if _symptom(fault, event, pre, post):
+            return number
+        if fault is Fault.RESURRECT_DELETED_FORK and _destroyed_with_copies(event, post, copies):
             return number
         for field, value in post.items():
             if field.endswith("Added"):  # a variable that only grows: what the step added
@@ -199,12 +218,14 @@ def test_the_batch_is_two_tlc_runs_plus_one_explain_run_per_planted_bug(caught: 
 
 #: fault -> how the explanation must point at it: ("post", field) for a post-state diff of an
 #: enabled step; ("state", variable) for a step that is not enabled, whose frontier states show
-#: the fork in that variable and whose false guard is DelUser's ~Referenced(w, f) (G2).
+#: the fork in that variable and whose false guard is DelUser's ~Referenced(w, f) (G2);
+#: ("guard", text) for a step that is not enabled for the guard named.
 EXPECTED: dict[Fault, tuple[str, str]] = {
     Fault.DELETE_BEFORE_ACK: ("state", "pendingUsers"),
     Fault.PARENT_BEFORE_CHILD: ("state", "pendingChildren"),
     Fault.FORGET_PENDING_CHILD: ("post", "pendingChildren"),
-    Fault.RESURRECT_DELETED_FORK: ("post", "forks"),
+    # the destructor ran with its fork request's copy in flight (RRef.tla AwaitForkCopies)
+    Fault.RESURRECT_DELETED_FORK: ("guard", "AwaitForkCopies => ~ForkRequestOut(f)"),
     Fault.OWNER_DELETED_WHILE_FORKED: ("post", "owners"),
     Fault.CONFIRM_FORGETS_USER: ("post", "confirmedUsers"),
     Fault.REUSE_IDS: ("post", "nextId"),
@@ -242,6 +263,10 @@ def test_planted_bug_is_rejected_where_it_first_shows(fault: Fault, caught: Caug
             what in explanation.summary
             for what in ("not logged: ", "not in the spec's: ", ", the spec's ")
         )
+    elif kind == "guard":  # a step that is not enabled, for the guard named
+        assert all(not s.enabled for s in explanation.frontier)
+        assert {s.failed_guard for s in explanation.frontier} == {name}
+        assert name in explanation.summary
     else:
         fork = explanation.params["f"]
         assert all(not s.enabled for s in explanation.frontier)

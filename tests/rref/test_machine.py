@@ -100,10 +100,17 @@ LEGAL: list[tuple[str, RRefContext, Any, dict[str, Any], list[tuple[str, str]]]]
         [],
     ),
     (
-        "TimeOutRemote confirms a timed-out creator",
+        "TimeOutRemote marks the creator timed out and keeps it pending (PinTimedOut)",
         a_pending(),
         ev.TimeOutRemote(r=R, f=FA),
-        {"pending_users": frozenset(), "confirmed_users": {FA}, "timed_out": {FA}},
+        {"timed_out": {FA}},
+        [],
+    ),
+    (
+        "a late REMOTE_RET confirms a timed-out creator",
+        replace(a_pending(), timed_out=frozenset({FA})),
+        msg(ev.RemoteRet, B, A),
+        {"pending_users": frozenset(), "confirmed_users": {FA}},
         [],
     ),
     (
@@ -272,17 +279,17 @@ LEGAL: list[tuple[str, RRefContext, Any, dict[str, Any], list[tuple[str, str]]]]
     ),
     ("DelPendingChild is idempotent", a_confirmed(), msg(ev.ChildAccept, C, A, fork=C1), {}, []),
     (
-        "DelForkOfOwner: last fork erases the owner, tombstone recorded",
+        "DelForkOfOwner: last fork erases the owner, no tombstone (DeleteLast)",
         ctx(B, owners=frozenset({R}), forks=frozenset({(R, FA)})),
         msg(ev.UserDelete, A, B),
-        {"owners": frozenset(), "forks": frozenset(), "tombstones": {(R, FA)}},
+        {"owners": frozenset(), "forks": frozenset()},
         [],
     ),
     (
-        "DelForkOfOwner of an unknown fork only records the tombstone",
+        "DelForkOfOwner of an unknown fork (a second copy) changes nothing",
         ctx(B, owners=frozenset({R}), forks=frozenset({(R, C1)})),
         msg(ev.UserDelete, A, B),
-        {"tombstones": {(R, FA)}},
+        {},
         [],
     ),
 ]
@@ -326,6 +333,7 @@ ILLEGAL: list[tuple[str, RRefContext, Any]] = [
     ("drop twice", replace(a_pending(), held=frozenset()), ev.DropRRef(f=FA)),
     ("drop an OwnerRRef not held", ctx(B), ev.DropOwnerRRef(r=R)),
     ("timeout after confirmation", a_confirmed(), ev.TimeOutRemote(r=R, f=FA)),
+    ("timeout twice", replace(a_pending(), timed_out=frozenset({FA})), ev.TimeOutRemote(r=R, f=FA)),
     (
         "timeout of a child",
         ctx(C, users={C1: CHILD_ON_C}, pending_users=frozenset({C1})),

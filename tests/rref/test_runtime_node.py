@@ -122,7 +122,7 @@ def test_each_control_id_is_applied_at_most_once_and_acked_every_time() -> None:
     assert acks == [77, 77]
     assert w1.ctx is after
     assert [e.event for e in sink.records].count("DelForkOfOwner") == 1  # type: ignore[attr-defined]
-    assert (r, c) in after.tombstones
+    assert not after.tombstones  # DeleteLast: the owner keeps nothing for the deleted fork
     assert f not in after.users
 
 

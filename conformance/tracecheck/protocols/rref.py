@@ -189,12 +189,15 @@ RREF = ProtocolMap(
                 "G1",
                 "G2Workers",
                 "Shutdown",
+                "DeleteLast",
             )
         },
         # PyTorch-only faults (RRef.tla FailRemote, ExhaustRetries): never in a Reference trace.
         "UnknownErrors": "FALSE",
         "RetryExhaustion": "FALSE",
     },
+    # a trace from before issue 28 says nothing of DeleteLast: the owner kept tombstones
+    setting_defaults={"DeleteLast": False},
     derive=_max_local_ids,
     actions=tuple(
         ActionMap(

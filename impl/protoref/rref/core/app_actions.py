@@ -135,9 +135,11 @@ def drop_owner_rref(ctx: RRefContext, r: Gid) -> Step:
 
 
 def time_out_remote(ctx: RRefContext, r: Gid, f: Gid) -> Step:
-    """``TimeOutRemote(w, r, f)``: the rpc.remote future fails with TIMEOUT. f # r:
-    confirmPendingUser's error path marks the UserRRef timed out and confirms it. f = r (self
-    remote): the Reference keeps the self fork until the call is processed (#71029, #73294)."""
+    """``TimeOutRemote(w, r, f)``: the rpc.remote future fails with TIMEOUT. f # r: the
+    UserRRef is marked timed out and stays pending until the late REMOTE_RET confirms it
+    (RRef.tla ``PinTimedOut``, DeleteLast: its delete then follows the owner's AssignOwnerRRef,
+    so the owner needs no tombstone, #41217). f = r (self remote): the Reference keeps the self
+    fork until the call is processed (#71029, #73294)."""
     name, args = "TimeOutRemote", tr.TimeOutRemoteArgs.of(w=ctx.me, r=r, f=f)
     if f != r:
         u = user_of(ctx, name, f)
@@ -145,12 +147,9 @@ def time_out_remote(ctx: RRefContext, r: Gid, f: Gid) -> Step:
             raise fail(ctx, name, f"UserRRef {f} is not the creator of {r}")
         if f not in ctx.pending_users:
             raise fail(ctx, name, f"the rpc.remote future of {f} already completed")
-        new = ctx.evolve(
-            pending_users=ctx.pending_users - {f},
-            confirmed_users=ctx.confirmed_users | {f},
-            timed_out=ctx.timed_out | {f},
-        )
-        return Step(new, (), args)
+        if f in ctx.timed_out:
+            raise fail(ctx, name, f"the rpc.remote future of {f} already timed out")
+        return Step(ctx.evolve(timed_out=ctx.timed_out | {f}), (), args)
     if r not in ctx.self_calls:
         raise fail(ctx, name, f"no self rpc.remote of {r} in progress")
     return Step(ctx.evolve(self_calls=ctx.self_calls - {r}), (), args)

@@ -177,15 +177,12 @@ def del_pending_child(ctx: RRefContext, m: ev.ChildAccept) -> Step:
 
 def del_fork_of_owner(ctx: RRefContext, m: ev.UserDelete) -> Step:
     """``DelForkOfOwner(w, r, f)``: delForkOfOwner(r, f) (G1's receiving end), tolerant of
-    unknown ids; the Reference records a tombstone so stale messages about (r, f) are ignored."""
+    unknown ids. No tombstone (RRef.tla DeleteLast, issue 28): the users make this delete the
+    last message about (r, f) that can reach the owner (``DeleteIsLastInv``), so nothing can
+    register the fork again and the owner keeps nothing for it (``TombstoneBoundInv``)."""
     addressed(ctx, "DelForkOfOwner", m)
     r, f = m.rref, m.fork
-    tombstones = ctx.tombstones | {(r, f)}
-    if (r, f) in ctx.forks:
-        # DelForkLocally and the tombstone in one copy of the context.
-        rest = ctx.forks - {(r, f)}
-        owners = ctx.owners if any(e[0] == r for e in rest) else ctx.owners - {r}
-        new = ctx.evolve(forks=rest, owners=owners, tombstones=tombstones)
-    else:
-        new = ctx.evolve(tombstones=tombstones)
-    return Step(new, (), tr.DelForkOfOwnerArgs.of(w=ctx.me, r=r, f=f))
+    args = tr.DelForkOfOwnerArgs.of(w=ctx.me, r=r, f=f)
+    if (r, f) not in ctx.forks:  # a second copy, or an unknown id: nothing to do
+        return Step(ctx, (), args)
+    return Step(del_fork_locally(ctx, r, f), (), args)

@@ -142,7 +142,7 @@ class Node(NodeCore):
                 self.wraps.fetch_done(f, None, None)
             for f in sorted(self.ctx.pending_users):
                 u = self.ctx.users[f]
-                if u.parent is None and u.owner == peer:
+                if u.parent is None and u.owner == peer and f not in self.ctx.timed_out:
                     self.apply(ev.TimeOutRemote(r=u.rref, f=f))
                     self.wraps.remote_done(u.rref, None)
             for ctl in [c for c, (m, _) in self.unacked.items() if m.dst == peer]:

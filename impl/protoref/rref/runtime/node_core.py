@@ -188,8 +188,20 @@ class NodeCore:
             | {p for _, p in before.pending_children - after.pending_children}
         )
         for f in sorted(maybe):
-            if f in self.ctx.users and f not in self.ctx.deleted and not self.ctx.referenced(f):
+            self.destroy_if_unreferenced(f)
+
+    def destroy_if_unreferenced(self, f: Gid) -> None:
+        """``DelUser(f)`` if nothing references the UserRRef f and no copy of its own
+        RREF_FORK_REQUEST is unacknowledged (RRef.tla ``AwaitForkCopies``, DeleteLast: a late
+        copy must not follow the delete, since the owner keeps no tombstone)."""
+        c = self.ctx
+        if f in c.users and f not in c.deleted and not c.referenced(f):  # noqa: SIM102
+            if not self.fork_request_out(f):  # (separately: the scan of unacked is the slow part)
                 self.apply(ev.DelUser(f=f))
+
+    def fork_request_out(self, f: Gid) -> bool:
+        """A copy of f's RREF_FORK_REQUEST is still in ``unacked`` (sent, not acknowledged)."""
+        return any(m.type == "RREF_FORK_REQUEST" and m.fork == f for m, _ in self.unacked.values())
 
     def _forget_finished_users(self) -> None:
         """Untraced runs only: drop the records of UserRRefs that are deleted and referenced by

@@ -72,8 +72,13 @@ class Inbox:
             self.take(peer, frame.msg, frame.stamp, frame.call, frame.result, meta=meta)
         elif isinstance(frame, fr.Ack):
             self._merge(frame.stamp)
+            settled = []
             for ctl in frame.ctls:
-                self.node.unacked.pop(ctl, None)
+                entry = self.node.unacked.pop(ctl, None)
+                if entry is not None and entry[0].type == "RREF_FORK_REQUEST":
+                    settled.append(entry[0].fork)
+            for f in settled:  # AwaitForkCopies: its last copy acknowledged, f may go now
+                self.node.destroy_if_unreferenced(f)
             self.node.on_step()
         elif isinstance(frame, rf.UserCall):
             self._merge(frame.stamp)

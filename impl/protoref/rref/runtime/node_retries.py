@@ -134,7 +134,8 @@ class Deadlines:
             self._time_out_if_pending(r, f)
 
     def _time_out_if_pending(self, r: Gid, f: Gid) -> None:
-        alive = f in self.node.ctx.pending_users if f != r else r in self.node.ctx.self_calls
+        ctx = self.node.ctx  # a timed-out creator stays pending (RRef.tla PinTimedOut)
+        alive = f in ctx.pending_users and f not in ctx.timed_out if f != r else r in ctx.self_calls
         if alive:
             self.node.apply(ev.TimeOutRemote(r=r, f=f))
             self.node.wraps.remote_done(r, None)  # a wrapped remote call got no answer

@@ -43,6 +43,7 @@ def header(names: tuple[str, ...], workload: str) -> TraceHeader:
         "Variant": "Reference",
         "SelfRemote": True,
         "Duplicates": True,
+        "DeleteLast": True,  # RRef.tla DeleteLast: no tombstones (issue 28)
         "Timeouts": True,
         "RemoteDsts": tla_set(list(names)),
         "G1": True,

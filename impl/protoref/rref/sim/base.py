@@ -191,6 +191,7 @@ class SimBase:
             "Variant": "Reference",
             "SelfRemote": c.self_remote,
             "Duplicates": c.duplicates,
+            "DeleteLast": True,  # RRef.tla DeleteLast: no tombstones (issue 28)
             "Timeouts": c.timeouts,
             "RemoteDsts": tla_set(list(self.workers)),
             "G1": True,

@@ -29,6 +29,7 @@ from protoref.rref.core.machine import Step
 from protoref.rref.core.state import RRefContext
 from protoref.rref.sim import SimConfig, Simulator
 from protoref.rref.sim import base as sim_module
+from protoref.rref.sim import system as sim_system
 from protoref.tracing import TraceSink
 
 __all__ = ["FAULTS", "SHUTDOWN_FAULTS", "Fault", "ShutdownFault", "inject", "run_with_fault"]
@@ -45,7 +46,8 @@ class Fault(enum.Enum):
     PARENT_BEFORE_CHILD = "parent-before-child"
     #: prepareChildFork forgets addPendingChild: the parent is not kept alive for its child.
     FORGET_PENDING_CHILD = "forget-pending-child"
-    #: addForkOfOwnerIfNotPresent has no tombstone check: a late duplicate RREF_FORK_REQUEST
+    #: The destructor does not wait for the copies of its RREF_FORK_REQUEST (RRef.tla
+    #: AwaitForkCopies) and addForkOfOwnerIfNotPresent has no tombstone check: a late duplicate
     #: re-inserts a fork whose RREF_USER_DELETE was already processed (#26759, R7).
     RESURRECT_DELETED_FORK = "resurrect-deleted-fork"
     #: delForkOfOwner erases owners_[r] on any USER_DELETE, although other forks remain (R1).
@@ -176,6 +178,8 @@ def inject(fault: AnyFault) -> Iterator[None]:
     saved_destructible = RRefContext.destructible
     setattr(sim_module, _HOOK, broken)
     setattr(sim_module, _MACHINE, _machine_with(broken))
+    if fault is Fault.RESURRECT_DELETED_FORK:
+        sim_system.AWAIT_FORK_COPIES = False
     if fault in _REFCOUNT:
         setattr(RRefContext, "referenced", _referenced_without(fault))  # noqa: B010
         # destructible computes referenced() with set differences: make it ask the patched one.
@@ -187,6 +191,7 @@ def inject(fault: AnyFault) -> Iterator[None]:
         setattr(sim_module, _MACHINE, saved_machine)
         setattr(RRefContext, "referenced", saved_referenced)  # noqa: B010
         setattr(RRefContext, "destructible", saved_destructible)  # noqa: B010
+        sim_system.AWAIT_FORK_COPIES = True
 
 
 def run_with_fault(

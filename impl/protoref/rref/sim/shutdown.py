@@ -78,7 +78,11 @@ class ShutdownSteps:
         for w, ctx in contexts.items():
             fetching = not ctx.fetching.isdisjoint(ctx.users)
             if ctx.phase == "running":
-                if not (ctx.pending_users or ctx.pending_children or fetching):
+                # RRef.tla AwaitForkCopies: not while one of its fork requests is in flight
+                forking = any(
+                    e.msg.type == "RREF_FORK_REQUEST" and e.msg.src == w for e in self.sim.net
+                )
+                if not (ctx.pending_users or ctx.pending_children or fetching or forking):
                     opts.append((1.0, partial(self.del_all_users_and_unforked_owners, w)))
             elif ctx.phase == "swept" and swept and not (ctx.owners or fetching):
                 if busy is None:

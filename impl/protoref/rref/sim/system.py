@@ -21,6 +21,10 @@ from protoref.rref.trace import LoseFirstAttemptArgs, RetrySendArgs
 
 __all__ = ["SystemSteps"]
 
+#: RRef.tla ``AwaitForkCopies``: the destructor waits for its fork request's copies. Only the
+#: planted fault ``resurrect-deleted-fork`` (protoref.rref.sim.faults) turns it off.
+AWAIT_FORK_COPIES = True
+
 Gid = GloballyUniqueId
 
 
@@ -94,10 +98,18 @@ class SystemSteps:
                 weight(0.3)
                 action(retry_it)
         destructors = self.sim._destructors
+        # RRef.tla AwaitForkCopies (DeleteLast): a UserRRef with a copy of its own
+        # RREF_FORK_REQUEST in flight is not destroyed (the owner keeps no tombstone)
+        forking = {
+            (env.msg.src, env.msg.fork)
+            for env in net
+            if AWAIT_FORK_COPIES and env.msg.type == "RREF_FORK_REQUEST"
+        }
         for w, ctx in self.sim.contexts.items():
             cached = destructors[w]
-            if cached[0] is not ctx:
-                cached = destructors[w] = self._destructors_of(w, ctx, cached)
+            out = frozenset(f for v, f in forking if v == w)
+            if cached[0] is not ctx or cached[1][-1:] != (out,):
+                cached = destructors[w] = self._destructors_of(w, ctx, cached, out)
             if cached[2][0]:
                 weights += cached[2][0]
                 actions += cached[2][1]
@@ -116,7 +128,9 @@ class SystemSteps:
         for key, deadline in self.sim.deadlines.items():
             w, r, f = key
             ctx = contexts[w]
-            if not (f in ctx.pending_users if f != r else r in ctx.self_calls):
+            # a timed-out creator stays pending (RRef.tla PinTimedOut): its future failed once
+            pending = f in ctx.pending_users and f not in ctx.timed_out
+            if not (pending if f != r else r in ctx.self_calls):
                 finished.append(key)  # the future completed: no timeout any more
             elif timeouts and deadline <= now:
                 weights.append(0.5)
@@ -129,6 +143,7 @@ class SystemSteps:
         w: WorkerId,
         ctx: RRefContext,
         cached: tuple[RRefContext | None, tuple[object, ...], Options],
+        out: frozenset[Gid] = frozenset(),
     ) -> tuple[RRefContext, tuple[object, ...], Options]:
         """The cache entry of ``w``'s destructor options, recomputed only when a field that
         :meth:`RRefContext.destructible` reads changed."""
@@ -139,14 +154,18 @@ class SystemSteps:
             ctx.pending_users,
             ctx.pending_children,
             ctx.fetching,
+            out,
         )
         if key == cached[1]:
             return ctx, key, cached[2]
-        return ctx, key, self._destructor_options(w, ctx)
+        return ctx, key, self._destructor_options(w, ctx, out)
 
-    def _destructor_options(self, w: WorkerId, ctx: RRefContext) -> Options:
-        """DelUser for every UserRRef nothing references any more (in ``users`` order)."""
-        fs = ctx.destructible()
+    def _destructor_options(
+        self, w: WorkerId, ctx: RRefContext, out: frozenset[Gid] = frozenset()
+    ) -> Options:
+        """DelUser for every UserRRef nothing references any more (in ``users`` order) and
+        none of whose RREF_FORK_REQUEST copies is in flight (``out``)."""
+        fs = [f for f in ctx.destructible() if f not in out]
         if not fs:
             return [], []
         made = self.sim._del_user_at
