@@ -30,8 +30,8 @@ from tracecheck.traces.load import load_trace
 
 SPEC_ROOT = Path(__file__).resolve().parents[2] / "spec"
 STEPS = 150  # the campaigns' default workload steps
-#: Seeds found by running the campaigns' simulators (seeds 1..40 / 1..30): where the race and
-#: the exit timeout happen, and where the planted bug's fork shows.
+#: Seeds found by running the campaigns' simulators (seeds 1..40 / 1..30): where a timed-out
+#: creator is pinned and the exit timeout happens, and where the planted bug's fork shows.
 RACE_SEED, EXIT_TIMEOUT_SEED, PLANTED_SEED = 1, 8, 3
 
 Row = dict[str, Any]
@@ -63,6 +63,24 @@ def owner_creation_races(events: list[Row]) -> int:
     return found
 
 
+def pinned_creators(events: list[Row]) -> tuple[int, int]:
+    """Timed-out creators (TimeOutRemote with f # r) whose delete reached the owner after the
+    owner's AssignOwnerRRef (RRef.tla ``PinTimedOut``), and those whose delete came first."""
+    timed_out: set[str] = set()
+    assigned: set[str] = set()
+    after = before = 0
+    for e in events:
+        a = e["args"]
+        if e["event"] == "TimeOutRemote" and a["f"] != a["r"]:
+            timed_out.add(str(a["f"]))
+        elif e["event"] == "AssignOwnerRRef":
+            assigned.add(str(a["f"]))
+        elif e["event"] == "DelForkOfOwner" and str(a["f"]) in timed_out:
+            after += str(a["f"]) in assigned
+            before += str(a["f"]) not in assigned
+    return after, before
+
+
 def _timed_out_then_used(events: list[Row]) -> int:
     """Forks or fetches of a UserRRef after its rpc.remote timed out (RRef.tla: never)."""
     timed_out: set[str] = set()
@@ -80,7 +98,7 @@ def _timed_out_then_used(events: list[Row]) -> int:
 
 def test_rare_paths_are_reached_and_the_misuse_is_refused(tmp_path: Path) -> None:
     config = SimConfig(shutdown=True, lose_first_attempts=True, rare_paths=True)
-    refused = races = 0
+    refused = races = pinned = early = 0
     for seed in range(1, 21):
         path = tmp_path / f"{seed}.ndjson"
         sim = Simulator(seed, config, JsonlSink(path))
@@ -89,18 +107,25 @@ def test_rare_paths_are_reached_and_the_misuse_is_refused(tmp_path: Path) -> Non
         assert _timed_out_then_used(events) == 0, seed
         refused += sim.refused
         races += owner_creation_races(events)
+        after, before = pinned_creators(events)
+        pinned += after
+        early += before
     assert refused > 0
-    assert races > 0
+    # DeleteLast: timed-out creators are deleted on the owner only after their call was
+    # processed, never before (the race the Reference without DeleteLast allowed)
+    assert pinned > 0
+    assert early == 0
+    assert races == 0
     # without the option: no misuse is tried (and the random stream is the one seeds gave)
     plain = Simulator(RACE_SEED, SimConfig(shutdown=True, lose_first_attempts=True))
     plain.run(STEPS)
     assert plain.refused == 0
 
 
-def test_the_race_is_accepted_and_a_fork_after_timeout_rejected(tmp_path: Path) -> None:
+def test_a_pinned_creator_is_accepted_and_a_fork_after_timeout_rejected(tmp_path: Path) -> None:
     race = tmp_path / "race.ndjson"
     rref_plugin.simulate(RACE_SEED, STEPS, race)
-    assert owner_creation_races(_events(race)) > 0
+    assert pinned_creators(_events(race))[0] > 0
     planted = tmp_path / "planted.ndjson"
     with plant("fork-after-timeout"):
         rref_plugin.simulate(PLANTED_SEED, STEPS, planted)
