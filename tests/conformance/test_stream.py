@@ -225,12 +225,14 @@ def test_a_window_that_leaves_too_many_states_open_is_an_error(
     from tracecheck.replay.tlcrun import CheckerError  # noqa: PLC0415
 
     printed = ['<<"tv_state", 0, <<1, {}>>>>', '<<"tv_state", 0, <<1, {}>>>>']
-    assert stream._states(printed, "t") == ("<<0, 1, {}>>",)  # the same state twice: one
+    names = ["x", "y"]
+    # the same state twice: one (the Ledger has no window_start: nothing dropped)
+    assert stream._states(printed, "t", names, LEDGER) == (("<<0, 1, {}>>",), [])
     monkeypatch.setattr(stream, "MAX_FRONTIER", 1)
     with pytest.raises(CheckerError, match="more than 1 spec states"):
-        stream._states([*printed, '<<"tv_state", 1, <<1, {}>>>>'], "t")
+        stream._states([*printed, '<<"tv_state", 1, <<1, {}>>>>'], "t", names, LEDGER)
     with pytest.raises(CheckerError, match="no state"):
-        stream._states([], "t")
+        stream._states([], "t", names, LEDGER)
 
 
 class _Piped:

@@ -17,7 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from tracecheck.traces.load import Trace
 
-__all__ = ["NODE", "ActionMap", "ProtocolMap", "spec_actions", "spec_writers"]
+#: Ids a window start state dropped: per creating node, runs ``(first, last)`` of its counter.
+WindowIds = Mapping[str, Sequence[tuple[int, int]]]
+
+__all__ = ["NODE", "ActionMap", "ProtocolMap", "WindowIds", "spec_actions", "spec_writers"]
 
 #: In ``ActionMap.params``, the acting node (``event.node``) rather than a logged argument.
 NODE = "node"
@@ -113,6 +116,15 @@ class ProtocolMap(BaseModel):
     #: (its end line): named conditions (TLA+ over the unprimed spec variables), so that a
     #: rejection says which one fails. Empty: a finished run is only checked for lost lines.
     quiescence: Mapping[str, str] = Field(default_factory=dict)
+    #: A long trace in windows (tracecheck.replay.stream): a window's start state (the spec's
+    #: variables by name, as TLC printed them) -> the state to start from instead, and the ids
+    #: that state no longer holds (per creator, runs ``(first, last)`` of the counter): what a
+    #: spec whose state grows with the trace drops of what no later step can read, so that
+    #: windows stay flat; no later event may name such an id. None: windows start from the
+    #: states as they are.
+    window_start: Callable[[Mapping[str, object]], tuple[dict[str, object], WindowIds]] | None = (
+        None
+    )
 
     @model_validator(mode="after")
     def _events_unique(self) -> ProtocolMap:

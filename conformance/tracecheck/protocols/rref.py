@@ -15,13 +15,14 @@ header's environment actor ``"barrier"`` with the global ``stopping`` after it; 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
-from tracecheck.protocols.mapping import ActionMap, ProtocolMap
-from tracecheck.tla.values import format_value
+from tracecheck.protocols.mapping import ActionMap, ProtocolMap, WindowIds
+from tracecheck.tla.values import Record, TLAFunction, TLAValue, format_value
 from tracecheck.traces.load import Trace
 
-__all__ = ["RREF"]
+__all__ = ["RREF", "window_start"]
 
 #: TLA+ expression of each logged post field: the acting worker's (``@``) slice of a variable
 #: after the step, or what the step added to a variable that only grows.
@@ -172,6 +173,141 @@ QUIESCENCE = {
     ),
 }
 
+#: The variables that grow with every RRef ever created (RRef.tla): what a window's start
+#: state drops of the RRefs that are over.
+_GROWN = frozenset(
+    {
+        "users",
+        "fetched",
+        "deleted",
+        "timedOut",
+        "remoteErrors",
+        "tombstones",
+        "removedForks",
+        "erasedOwners",
+    }
+)
+
+
+def _ids_in(value: object, out: set[object]) -> None:
+    """Every id ``<<node, n>>`` in ``value`` (a TLA+ value as TLC printed it) added to ``out``."""
+    if isinstance(value, tuple):
+        if len(value) == 2 and type(value[0]) is str and type(value[1]) is int:
+            out.add(value)
+            return
+        for part in value:
+            _ids_in(part, out)
+    elif isinstance(value, frozenset):
+        for part in value:
+            _ids_in(part, out)
+    elif isinstance(value, Mapping):
+        for key, part in value.items():
+            _ids_in(key, out)
+            _ids_in(part, out)
+
+
+def _per_worker(value: object, keep: Callable[[Any], bool]) -> object:
+    """A ``[Workers -> SUBSET X]`` with each set cut to what ``keep`` keeps (same type)."""
+    assert isinstance(value, Record | TLAFunction)
+    cut: dict[Any, TLAValue] = {}
+    for w, part in value.items():
+        assert isinstance(part, frozenset)
+        cut[w] = frozenset(x for x in part if keep(x))
+    return Record(cut) if isinstance(value, Record) else TLAFunction(cut)
+
+
+def window_start(state: Mapping[str, object]) -> tuple[dict[str, object], WindowIds]:
+    """RRef.tla's state with the RRefs that are over left out: a window's start (issue 28 §8).
+
+    The variables in :data:`_GROWN` hold every UserRRef ever created; everything else holds
+    what is live. An id is *live* when a variable outside :data:`_GROWN` names it (an owner,
+    a parked fetch, a fork, a pending or confirmed user, a pending child, an OwnerRRef held,
+    a self-remote call, a UserRRef held or fetching, any field of a message in ``net``). A
+    UserRRef f is kept when f is live, or not deleted, or the parent of a kept UserRRef; the
+    rest are *over*: f is deleted, and nothing live names it. Live ids then include each kept
+    UserRRef's record (its RRef, its parent). The start state keeps of ``users``,
+    ``fetched``, ``deleted``, ``timedOut``, ``remoteErrors`` and ``erasedOwners`` the live
+    ids, and of the pairs ``<<r, f>>`` of ``tombstones`` and ``removedForks`` those with r or
+    f live; nothing else changes.
+
+    Why the verdicts are the whole run's (every read of these variables in RRef.tla and
+    TraceRRef.tla, checked for this): a step reads ``users`` through ``UserOn(w, f)`` (f in
+    its domain), and ``fetched``/``deleted``/``timedOut``/``remoteErrors`` only of an f with
+    ``UserOn(w, f) # {}``, of a message's fork or parent, or (DelAllUsersAndUnforkedOwners)
+    of the users not yet deleted; ``tombstones`` only for the ``<<r, f>>`` of a message being
+    handled (AssignOwnerRRef, AddForkOfOwnerIfNotPresent); ``removedForks`` and
+    ``erasedOwners`` only in invariants, which trace validation does not check. Every step
+    that names an id needs it live (in ``held``, ``fetching``, ``pendingUsers``, ``owners``,
+    ``ownerHeld``, ``selfCalls``, or a message in ``net``) or not deleted, so a UserRRef that
+    is over enables no step in either state, and the ones it is dropped from agree on every
+    other step and its successor, up to the same projection. The logged post values are the
+    acting worker's slices of live sets and what a step *added* to a grown one
+    (``usersAdded``, ...), which a step adds only for live ids, so they agree too. Ids come
+    from each worker's ``nextId``, so none is ever created again.
+
+    Returned with the state: the ids below each worker's ``nextId`` the state names nowhere,
+    as runs of the counter; none of them can be named by a step again (being named needs
+    being live, and a step makes an id live only by drawing it or from a live one), so a
+    later event that names one is rejected (tracecheck.replay.stream)."""
+    live: set[object] = set()
+    for name, value in state.items():
+        if name not in _GROWN:
+            _ids_in(value, live)
+    users = state["users"]
+    deleted = state["deleted"]
+    assert isinstance(deleted, frozenset)
+    entries: Mapping[object, object] = users if isinstance(users, Mapping) else {}
+    kept = {f for f in entries if f in live or f not in deleted}
+    todo = list(kept)
+    while todo:  # the parents of kept UserRRefs (records name them), transitively
+        record = entries[todo.pop()]
+        assert isinstance(record, Mapping)
+        parent = record["parent"]
+        if parent in entries and parent not in kept:
+            kept.add(parent)
+            todo.append(parent)
+    for f in kept:
+        _ids_in(entries[f], live)
+    projected = dict(state)
+    projected["users"] = (
+        TLAFunction({f: cast("TLAValue", v) for f, v in entries.items() if f in kept})
+        if kept
+        else ()
+    )
+    for name in ("fetched", "deleted", "timedOut", "remoteErrors"):
+        value = state[name]
+        assert isinstance(value, frozenset)
+        projected[name] = frozenset(value & live)
+    for name in ("tombstones", "removedForks"):
+        projected[name] = _per_worker(state[name], lambda p: p[0] in live or p[1] in live)
+        _ids_in(projected[name], live)
+    projected["erasedOwners"] = _per_worker(state["erasedOwners"], lambda r: r in live)
+    return projected, _unnamed(state["nextId"], live)
+
+
+def _unnamed(next_id: object, live: set[object]) -> dict[str, list[tuple[int, int]]]:
+    """Per worker, the runs of ids ``1..nextId[w] - 1`` that ``live`` does not hold."""
+    assert isinstance(next_id, Mapping)
+    named: dict[str, list[int]] = {}
+    for node, n in (i for i in live if isinstance(i, tuple)):
+        named.setdefault(node, []).append(n)
+    runs: dict[str, list[tuple[int, int]]] = {}
+    for node, top in next_id.items():
+        assert type(node) is str
+        assert type(top) is int
+        first, out = 1, []
+        for n in sorted(set(named.get(node, ()))):
+            if n >= top:
+                break
+            if n > first:
+                out.append((first, n - 1))
+            first = max(first, n + 1)
+        if first <= top - 1:
+            out.append((first, top - 1))
+        runs[node] = out
+    return runs
+
+
 RREF = ProtocolMap(
     protocol="rref",
     module="RRef",
@@ -226,4 +362,5 @@ RREF = ProtocolMap(
         "m": "message",
     },
     quiescence=QUIESCENCE,
+    window_start=window_start,
 )

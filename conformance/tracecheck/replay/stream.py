@@ -15,6 +15,11 @@ breadth-first TLC run that starts from **every** state the previous window ended
   never a guess. ``tvLog`` (the rebuilt logged sets) is not carried: each window's events have
   their logged deltas resolved first, from each node's sets at the window's start (kept here),
   so a window's data stands alone.
+- A protocol whose spec state grows with the trace projects each start state
+  (:attr:`~tracecheck.protocols.mapping.ProtocolMap.window_start`; RRef: the UserRRefs that
+  are over left out, :func:`tracecheck.protocols.rref.window_start` says why the verdicts are
+  the whole run's), so the start is bounded by what is live; an event naming an id every start
+  state dropped is rejected at that event (:class:`~tracecheck.replay.retired.Retired`).
 - The constants are the whole file's: ``mapping.derive`` reads the file once before the first
   window (one pass, a window in memory at a time), as it would read the loaded trace.
 - The claims (:class:`~tracecheck.replay.claims.ClaimCheck`) and the implementation's schema are
@@ -34,9 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from tracecheck.protocols.mapping import ProtocolMap
+from tracecheck.protocols.mapping import ProtocolMap, WindowIds
 from tracecheck.replay.batches import cursor_verdict, furthest_cursors, simulate_rendered
 from tracecheck.replay.claims import Claim, ClaimCheck
+from tracecheck.replay.retired import Retired
 from tracecheck.replay.tlcrun import CheckerError, printed_values, require_clean, run_rendered
 from tracecheck.replay.tracespec import STATE_TAG, Window, render_batch
 from tracecheck.replay.verdicts import Rejection, TraceVerdict
@@ -118,13 +124,34 @@ def _resolved(
     )
 
 
-def _states(printed: Sequence[str], source: str) -> tuple[str, ...]:
-    """The distinct states a window ended in, as TLA+ text of ``<<tvHidden, vars...>>``."""
+def _start(
+    value: tuple[Any, ...], variables: Sequence[str], mapping: ProtocolMap
+) -> tuple[str, WindowIds | None]:
+    """A printed end state ``<<"tv_state", tvHidden, <<vars...>>>>`` as the next window's start,
+    TLA+ text of ``<<tvHidden, vars...>>``: projected by the protocol's ``window_start`` if it
+    has one (what is over left out), with the ids the projection dropped."""
+    hidden, values = value[1], value[2]
+    if mapping.window_start is None or len(values) != len(variables):
+        return state_text(cast("TLAValue", (hidden, *values))), None
+    projected, dropped = mapping.window_start(dict(zip(variables, values, strict=True)))
+    state = (hidden, *(projected[name] for name in variables))
+    return state_text(cast("TLAValue", state)), dropped
+
+
+def _states(
+    printed: Sequence[str], source: str, variables: Sequence[str], mapping: ProtocolMap
+) -> tuple[tuple[str, ...], list[WindowIds]]:
+    """The distinct states a window ended in, as TLA+ text of ``<<tvHidden, vars...>>`` (see
+    :func:`_start`), and what each dropped."""
     found: dict[str, None] = {}
+    dropped: list[WindowIds] = []
     for value in printed_values(printed, STATE_TAG):
         if len(value) != 3 or not isinstance(value[2], tuple):
             continue
-        found[state_text(cast("TLAValue", (value[1], *value[2])))] = None
+        text, gone = _start(value, variables, mapping)
+        if text not in found and gone is not None:
+            dropped.append(gone)
+        found[text] = None
         if len(found) > MAX_FRONTIER:
             raise CheckerError(
                 f"{source}: more than {MAX_FRONTIER:,} spec states explain the trace up to a "
@@ -132,7 +159,7 @@ def _states(printed: Sequence[str], source: str) -> tuple[str, ...]:
             )
     if not found:
         raise CheckerError(f"{source}: TLC printed no state at a window's end")
-    return tuple(found)
+    return tuple(found), dropped
 
 
 def state_text(value: TLAValue) -> str:
@@ -226,6 +253,7 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
     if walked is not None:
         return walked
     claims = ClaimCheck(header, mapping)
+    retired = Retired(mapping)
     deltas: dict[tuple[str, str], dict[bytes, Any] | None] = {}
     start: tuple[str, ...] | None = None
     offset = 0
@@ -235,7 +263,9 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
             first = first or part
             read = offset + len(part.events)
             schema = pool.submit(check_schema, part, mapping) if check_schema else None
-            claim = claims.first_false(part.events)
+            claim = _first(
+                claims.first_false(part.events), retired.first_named(part.events, offset)
+            )
             checked = len(part.events) if claim is None else claim.index - offset - 1
             verdict: TraceVerdict | None = None
             if checked:
@@ -258,7 +288,8 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
                 if not local.accepted:
                     verdict = _shifted(local, part, offset, read)
                 elif more:
-                    start = _states(result.printed, name)
+                    start, dropped = _states(result.printed, name, variables, mapping)
+                    retired.starts(dropped)
             if schema is not None:
                 schema.result()  # a malformed window is an error whatever TLC said of it
             if verdict is None and claim is not None:
@@ -270,6 +301,13 @@ def stream_file(  # noqa: PLR0917 - what a run of windows needs, passed on
     assert first is not None
     accepted = TraceVerdict(source=name, accepted=True, events=offset, matched=offset)
     return cost.streamed(first, accepted, offset)
+
+
+def _first(a: Claim | None, b: Claim | None) -> Claim | None:
+    """The earlier of two false claims."""
+    if a is None or b is None:
+        return a or b
+    return a if a.index <= b.index else b
 
 
 def _walk(  # noqa: PLR0917 - stream_file's, passed on
@@ -294,6 +332,7 @@ def _walk(  # noqa: PLR0917 - stream_file's, passed on
     window or a claim is false: then the breadth-first chain decides, from the start. Each
     window is checked against the implementation's schema too."""
     claims = ClaimCheck(header, mapping)
+    retired = Retired(mapping)
     deltas: dict[tuple[str, str], dict[bytes, Any] | None] = {}
     hidden = mapping.max_hidden if mapping.hidden_steps else 0
     start: tuple[str, ...] | None = None
@@ -306,6 +345,8 @@ def _walk(  # noqa: PLR0917 - stream_file's, passed on
             check_schema(part, mapping)  # a malformed window is an error whatever TLC says
         if claims.first_false(part.events) is not None:
             return None
+        if retired.first_named(part.events, offset) is not None:
+            return None  # the breadth-first chain says where and why
         resolved = _resolved(part, deltas, len(part.events))
         rendered = render_batch(
             [resolved],
@@ -324,7 +365,9 @@ def _walk(  # noqa: PLR0917 - stream_file's, passed on
             ends = printed_values(result.printed, STATE_TAG)
             if not ends or len(ends[0]) != 3 or not isinstance(ends[0][2], tuple):
                 return None
-            start = (state_text(cast("TLAValue", (ends[0][1], *ends[0][2]))),)
+            text, dropped = _start(ends[0], variables, mapping)
+            start = (text,)
+            retired.starts([] if dropped is None else [dropped])
         coverage.update(e.event for e in part.events)
         offset += len(part.events)
     assert first is not None
