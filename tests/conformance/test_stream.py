@@ -13,14 +13,12 @@ from typing import Any
 import pytest
 
 from support.ledger import LEDGER, SPEC_ROOT, event, header
+from support.streaming import stream_windows
 from tracecheck.protocols.autograd import AUTOGRAD
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.protocols.rendezvous import RENDEZVOUS
 from tracecheck.protocols.rref import RREF
-from tracecheck.replay.javareader import reader_classes
-from tracecheck.replay.stream import stream_file
-from tracecheck.replay.tlcrun import spec_library, spec_variables
-from tracecheck.replay.validate import check_schema, validate_files, validate_traces
+from tracecheck.replay.validate import validate_files, validate_traces
 from tracecheck.replay.verdicts import TraceVerdict
 from tracecheck.traces.load import TracePeek, load_trace, peek_trace
 
@@ -50,19 +48,7 @@ def _write(path: Path, events: list[dict[str, Any]]) -> Path:
 def _streamed(
     path: Path, mapping: ProtocolMap, spec_root: Path, window: int, *, walk: bool = True
 ) -> TraceVerdict:
-    library = spec_library(spec_root, mapping)
-    got = stream_file(
-        path,
-        peek_trace(path).header,
-        mapping,
-        library,
-        spec_variables(library, mapping),
-        None,
-        reader_classes(),
-        window=window,
-        check_schema=check_schema,
-        walk=walk,
-    )
+    got = stream_windows(path, mapping, spec_root, window, walk=walk)
     assert got.runs >= 1
     return got.verdict
 

@@ -15,16 +15,14 @@ import pytest
 from protoref.rref.sim.base import SimConfig
 from protoref.rref.sim.simulator import Simulator
 from protoref.tracing.sinks import JsonlSink
+from support.streaming import stream_windows
 from tracecheck.protocols import rref
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay import stream
-from tracecheck.replay.javareader import reader_classes
 from tracecheck.replay.retired import Retired, common_runs
-from tracecheck.replay.stream import stream_file
-from tracecheck.replay.tlcrun import spec_library, spec_variables
-from tracecheck.replay.validate import check_schema, validate_traces
+from tracecheck.replay.validate import validate_traces
 from tracecheck.replay.verdicts import TraceVerdict
-from tracecheck.traces.load import load_trace, peek_trace
+from tracecheck.traces.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "spec"
@@ -45,19 +43,7 @@ def _drained(path: Path, rounds: int, steps: int = 150, seed: int = 3) -> Path:
 
 
 def _streamed(path: Path, window: int, *, walk: bool = True) -> TraceVerdict:
-    library = spec_library(SPEC, RREF)
-    return stream_file(
-        path,
-        peek_trace(path).header,
-        RREF,
-        library,
-        spec_variables(library, RREF),
-        None,
-        reader_classes(),
-        window=window,
-        check_schema=check_schema,
-        walk=walk,
-    ).verdict
+    return stream_windows(path, RREF, SPEC, window, walk=walk).verdict
 
 
 def _whole(path: Path) -> TraceVerdict:

@@ -1,0 +1,32 @@
+"""Checking one trace file in windows, as ``tracecheck validate --window`` does (the stream
+tests of tests/conformance)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tracecheck.protocols.mapping import ProtocolMap
+from tracecheck.replay.javareader import reader_classes
+from tracecheck.replay.stream import Streamed, stream_file
+from tracecheck.replay.tlcrun import spec_library, spec_variables
+from tracecheck.replay.validate import check_schema
+from tracecheck.traces.load import peek_trace
+
+
+def stream_windows(
+    path: Path, mapping: ProtocolMap, spec_root: Path, window: int, *, walk: bool = True
+) -> Streamed:
+    """``path`` checked through ``mapping``'s spec in windows of ``window`` events."""
+    library = spec_library(spec_root, mapping)
+    return stream_file(
+        path,
+        peek_trace(path).header,
+        mapping,
+        library,
+        spec_variables(library, mapping),
+        None,
+        reader_classes(),
+        window=window,
+        check_schema=check_schema,
+        walk=walk,
+    )
