@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from support.ledger import LEDGER, SPEC_ROOT, event, header
-from support.streaming import stream_windows
+from support.streaming import same_verdict, stream_windows
 from tracecheck.protocols.autograd import AUTOGRAD
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.protocols.rendezvous import RENDEZVOUS
@@ -51,17 +51,6 @@ def _streamed(
     got = stream_windows(path, mapping, spec_root, window, walk=walk)
     assert got.runs >= 1
     return got.verdict
-
-
-def _same(windowed: TraceVerdict, whole: TraceVerdict) -> None:
-    assert windowed.accepted == whole.accepted
-    assert windowed.matched == whole.matched
-    if whole.rejection is None:
-        assert windowed.rejection is None
-        return
-    assert windowed.rejection is not None
-    for field in ("index", "line", "kind", "reason", "event"):
-        assert getattr(windowed.rejection, field) == getattr(whole.rejection, field), field
 
 
 def _whole(path: Path, mapping: ProtocolMap, spec_root: Path) -> TraceVerdict:
@@ -114,22 +103,22 @@ def test_golden_traces_in_windows_get_the_whole_verdict(
     spec_root = ROOT / "spec"
     whole = _whole(path, mapping, spec_root)
     assert whole.accepted
-    _same(_streamed(path, mapping, spec_root, window), whole)  # simulation, window by window
+    same_verdict(_streamed(path, mapping, spec_root, window), whole)  # simulation, window by window
     # and the breadth-first chain, from every state each window ended in
-    _same(_streamed(path, mapping, spec_root, window, walk=False), whole)
+    same_verdict(_streamed(path, mapping, spec_root, window, walk=False), whole)
     # a post value broken in the second window: rejected at the same event, both ways
     bad = _mutated(path, tmp_path, window + 2)
     whole = _whole(bad, mapping, spec_root)
     assert not whole.accepted
     assert whole.rejection is not None
     assert whole.rejection.index > window
-    _same(_streamed(bad, mapping, spec_root, window), whole)
+    same_verdict(_streamed(bad, mapping, spec_root, window), whole)
 
 
 def test_a_long_ledger_trace_in_windows(tmp_path: Path) -> None:
     events = _ledger_events(1_200)
     good = _write(tmp_path / "good.ndjson", events)
-    _same(_streamed(good, LEDGER, SPEC_ROOT, 250), _whole(good, LEDGER, SPEC_ROOT))
+    same_verdict(_streamed(good, LEDGER, SPEC_ROOT, 250), _whole(good, LEDGER, SPEC_ROOT))
     # a wrong balance in the fourth window
     wrong = [dict(e) for e in events]
     wrong[900] = dict(wrong[900], post={"balance": 3})
@@ -137,7 +126,7 @@ def test_a_long_ledger_trace_in_windows(tmp_path: Path) -> None:
     whole = _whole(bad, LEDGER, SPEC_ROOT)
     assert whole.rejection is not None
     assert whole.rejection.index == 901
-    _same(_streamed(bad, LEDGER, SPEC_ROOT, 250), whole)
+    same_verdict(_streamed(bad, LEDGER, SPEC_ROOT, 250), whole)
     # a clock that does not grow, in the third window: the claim, at the same event
     clock = [dict(e) for e in events]
     clock[600] = dict(clock[600], lamport=0)
@@ -145,7 +134,7 @@ def test_a_long_ledger_trace_in_windows(tmp_path: Path) -> None:
     whole = _whole(claimed, LEDGER, SPEC_ROOT)
     assert whole.rejection is not None
     assert whole.rejection.kind == "clock"
-    _same(_streamed(claimed, LEDGER, SPEC_ROOT, 250), whole)
+    same_verdict(_streamed(claimed, LEDGER, SPEC_ROOT, 250), whole)
 
 
 def test_the_probe_doubles_a_rejection_at_k_costs_log_k_runs(tmp_path: Path) -> None:
@@ -183,7 +172,7 @@ def test_windows_without_the_java_reader(monkeypatch: pytest.MonkeyPatch) -> Non
     mapping, path = GOLDEN[0]
     spec_root = ROOT / "spec"
     window = len(load_trace(path).events) // 3 + 1
-    _same(_streamed(path, mapping, spec_root, window), _whole(path, mapping, spec_root))
+    same_verdict(_streamed(path, mapping, spec_root, window), _whole(path, mapping, spec_root))
 
 
 def test_a_start_state_s_functions_are_merged_as_a_balanced_tree() -> None:

@@ -15,7 +15,7 @@ import pytest
 from protoref.rref.sim.base import SimConfig
 from protoref.rref.sim.simulator import Simulator
 from protoref.tracing.sinks import JsonlSink
-from support.streaming import stream_windows
+from support.streaming import same_verdict, stream_windows
 from tracecheck.protocols import rref
 from tracecheck.protocols.rref import RREF
 from tracecheck.replay import stream
@@ -53,18 +53,6 @@ def _whole(path: Path) -> TraceVerdict:
     return verdict
 
 
-def _same(windowed: TraceVerdict, whole: TraceVerdict, *, reason: bool = True) -> None:
-    assert windowed.accepted == whole.accepted
-    assert windowed.matched == whole.matched
-    if whole.rejection is None:
-        assert windowed.rejection is None
-        return
-    assert windowed.rejection is not None
-    fields = ("index", "line", "event") + (("kind", "reason") if reason else ())
-    for field in fields:
-        assert getattr(windowed.rejection, field) == getattr(whole.rejection, field), field
-
-
 @pytest.fixture(scope="module")
 def drained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _drained(tmp_path_factory.mktemp("rref") / "drained.ndjson", rounds=4)
@@ -95,8 +83,8 @@ def test_windows_that_drop_what_is_over_get_the_whole_verdict(
     assert whole.accepted
     events = whole.events
     window = events // 5
-    _same(_streamed(drained, window), whole)
-    _same(_streamed(drained, window, walk=False), whole)
+    same_verdict(_streamed(drained, window), whole)
+    same_verdict(_streamed(drained, window, walk=False), whole)
     # a post value broken in the fourth window: rejected at the same event both ways
     lines = drained.read_text(encoding="utf-8").splitlines()
     bad = tmp_path / "bad.ndjson"
@@ -105,8 +93,8 @@ def test_windows_that_drop_what_is_over_get_the_whole_verdict(
     assert not whole.accepted
     assert whole.rejection is not None
     assert whole.rejection.index > 3 * window
-    _same(_streamed(bad, window), whole)
-    _same(_streamed(bad, window, walk=False), whole)
+    same_verdict(_streamed(bad, window), whole)
+    same_verdict(_streamed(bad, window, walk=False), whole)
 
 
 def test_an_event_naming_a_dropped_rref_is_rejected_at_that_event(
@@ -155,7 +143,7 @@ def test_an_event_naming_a_dropped_rref_is_rejected_at_that_event(
     assert whole.rejection.index == later + 1
     for walk in (True, False):
         windowed = _streamed(out, window, walk=walk)
-        _same(windowed, whole, reason=False)
+        same_verdict(windowed, whole, reason=False)
         assert windowed.rejection is not None
         assert windowed.rejection.kind == "argument"
         assert "over before this window" in windowed.rejection.reason

@@ -10,6 +10,7 @@ from tracecheck.replay.javareader import reader_classes
 from tracecheck.replay.stream import Streamed, stream_file
 from tracecheck.replay.tlcrun import spec_library, spec_variables
 from tracecheck.replay.validate import check_schema
+from tracecheck.replay.verdicts import TraceVerdict
 from tracecheck.traces.load import peek_trace
 
 
@@ -30,3 +31,17 @@ def stream_windows(
         check_schema=check_schema,
         walk=walk,
     )
+
+
+def same_verdict(windowed: TraceVerdict, whole: TraceVerdict, *, reason: bool = True) -> None:
+    """The windowed verdict is the whole run's: accepted alike, the same events matched, the
+    same first rejected event (and, with ``reason``, the same kind and reason)."""
+    assert windowed.accepted == whole.accepted
+    assert windowed.matched == whole.matched
+    if whole.rejection is None:
+        assert windowed.rejection is None
+        return
+    assert windowed.rejection is not None
+    fields = ("index", "line", "event") + (("kind", "reason") if reason else ())
+    for field in fields:
+        assert getattr(windowed.rejection, field) == getattr(whole.rejection, field), field
