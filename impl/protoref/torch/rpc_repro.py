@@ -29,6 +29,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from protoref.torch.compat import TorchUnavailableError, torch_version
+from protoref.torch.quiet_reactor import preload_env
 
 __all__ = ["FAULT_TYPES", "FaultPlan", "Observation", "run_program"]
 
@@ -114,17 +115,20 @@ def run_program(
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "protoref.torch.rpc_worker"],
-            env=dict(
-                os.environ,
-                PROTOREF_RPC_WORKER=json.dumps(
-                    {
-                        "rank": rank,
-                        "world": world,
-                        "port": port,
-                        "program": program,
-                        "plan": plan.model_dump(mode="json"),
-                    }
-                ),
+            # quiet_reactor: the idle shm reactor sleeps instead of spinning (same protocol)
+            env=preload_env(
+                dict(
+                    os.environ,
+                    PROTOREF_RPC_WORKER=json.dumps(
+                        {
+                            "rank": rank,
+                            "world": world,
+                            "port": port,
+                            "program": program,
+                            "plan": plan.model_dump(mode="json"),
+                        }
+                    ),
+                )
             ),
             stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
             stderr=subprocess.PIPE if rank == 0 else logs[rank],

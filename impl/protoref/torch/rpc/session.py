@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from protoref.errors import ProtorefError
 from protoref.torch.compat import require_torch
+from protoref.torch.quiet_reactor import preload_env
 from protoref.torch.rpc.faults import plan_for
 
 __all__ = ["SessionError", "SessionResult", "run_session"]
@@ -62,7 +63,8 @@ def run_session(
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="protoref-rpc-") as tmp:
         out = Path(tmp)
-        env = os.environ | {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+        # quiet_reactor: TensorPipe's idle shm reactor sleeps instead of spinning (same protocol)
+        env = preload_env(os.environ | {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
         procs = [
             subprocess.Popen(
                 [
