@@ -25,7 +25,7 @@ def test_two_accepted_runs_exit_0_and_leave_nothing(torch_dr: ModuleType, tmp_pa
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    assert any(line.startswith("[1/2] min_equals_max seed 1 ") for line in lines)
+    assert any(line.startswith("[1/2] torch-rendezvous min_equals_max seed 1 ") for line in lines)
     assert any(line.startswith("[2/2] ") for line in lines)
     assert any(line.startswith("campaign torch-rendezvous: 2 runs in ") for line in lines)
     assert list(temp.iterdir()) == []

@@ -53,7 +53,8 @@ def cmd_torch_campaign(args: argparse.Namespace, console: Console) -> int:
 
     def ran(scenario: str, seed: int, seconds: float) -> None:
         if not args.json:
-            log.finished(scenario, f"{escape(scenario)} seed {seed}", seconds)
+            # named: beside the models and the other campaigns the lines interleave
+            log.finished(scenario, f"torch-rendezvous {escape(scenario)} seed {seed}", seconds)
             if log.done == args.runs:
                 console.print(f"validating {args.runs} traces with TLC, then the invariants")
 
