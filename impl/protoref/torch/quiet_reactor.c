@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* 200 us: far below every delay a fault plan injects (0.1 s and up) */
+/* 200 us: far below every delay a fault plan injects (20 ms and up) and torch's 1 s retry */
 #define QUIET_NS 200000L
 
 /* 0: not looked at yet; 1: the reactor; 2: any other thread. TensorPipe names the thread
