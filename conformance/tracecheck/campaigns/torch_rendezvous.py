@@ -144,16 +144,17 @@ def run_torch_campaign(
     # process would): runs of one scenario get the same node names, hence the same spec
     # constants, and their traces share one TLC run instead of one each
     first_id = harness.next_local_id()
-    for i in range(runs):
-        name, seed = order[i % len(order)], first_seed + i
-        began = time.monotonic()
-        harness.restart_local_ids(first_id)
-        try:
-            done.append(harness.run(name, seed, folder))
-        except Exception as err:  # a run that left no trace is a failed run, not the end
-            broken.append(_no_trace(name, seed, err))
-        if on_run is not None:
-            on_run(name, seed, time.monotonic() - began)
+    with harness.node_processes():  # one fork server for every processes run's nodes
+        for i in range(runs):
+            name, seed = order[i % len(order)], first_seed + i
+            began = time.monotonic()
+            harness.restart_local_ids(first_id)
+            try:
+                done.append(harness.run(name, seed, folder))
+            except Exception as err:  # a run that left no trace is a failed run, not the end
+                broken.append(_no_trace(name, seed, err))
+            if on_run is not None:
+                on_run(name, seed, time.monotonic() - began)
     run_seconds = time.monotonic() - started
     mapping = load_mapping("rendezvous")
     traces, report = validate_files([d.trace for d in done], mapping, spec_root, explain=explain)

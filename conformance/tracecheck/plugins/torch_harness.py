@@ -12,7 +12,7 @@ from typing import Any
 from protoref.torch.compat import TorchUnavailableError, require_torch, torch_version
 from protoref.torch.defects import DEFECT_SCENARIOS, PYTORCH_111646, RANK_WORLD
 from protoref.torch.driver import run_scenario
-from protoref.torch.processes import PROCESS_SCENARIOS, run_processes
+from protoref.torch.processes import PROCESS_SCENARIOS, node_processes, run_processes
 from protoref.torch.replay_schedules import REPLAY_SCENARIOS
 from protoref.torch.run import next_local_id, restart_local_ids
 from protoref.torch.scenarios import SCENARIOS
@@ -24,6 +24,7 @@ __all__ = [
     "REPLAY_SCENARIOS",
     "TorchUnavailableError",
     "next_local_id",
+    "node_processes",
     "require_torch",
     "restart_local_ids",
     "run",

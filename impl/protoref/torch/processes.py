@@ -6,6 +6,12 @@ node with SIGKILL when the scenario's trigger line appears. The kill is the node
 step: the driver takes the run's step lock (an ``flock``), so no node is in the middle of a
 step, kills, waits for the process to be gone, and records ``Crash`` at that tick in its own
 raw file. Every process's raw records are then merged into one trace, as for threads.
+
+The node processes fork from a fork server (:mod:`protoref.torch.forked`) that imported torch
+once, instead of each importing it (about 1.8 CPU-s a node): one server per
+:func:`run_processes` call, or one for every call inside :func:`node_processes` (a campaign).
+``PROTOREF_NODE_FORKSERVER=0`` starts every node with ``Popen`` instead, as does a server that
+may not fork (it has more than one thread).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import queue
 import shutil
 import signal
@@ -20,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -27,18 +35,27 @@ from typing import Any, Final, NamedTuple
 from protoref.rendezvous.runtime.handler_trace import HandlerTracer
 from protoref.torch.compat import require_torch
 from protoref.torch.driver import ScenarioRun
+from protoref.torch.forked import ForkedProcess, ForkServer
 from protoref.torch.observe import StepContext, crash_event
 from protoref.torch.run import STORE_TIMEOUT, torch_header, write_trace
 from protoref.torch.timing import TickTime
 from protoref.torch.values import TorchSettings
 
-__all__ = ["PROCESS_SCENARIOS", "ProcessScenario", "run_processes"]
+__all__ = [
+    "FORKSERVER_ENV",
+    "PROCESS_SCENARIOS",
+    "ProcessScenario",
+    "node_processes",
+    "run_processes",
+]
 
 #: Real seconds per tick: processes on a loaded 2-core machine are descheduled for hundreds of
 #: milliseconds; a heartbeat must not expire for that (settings below: expiry 15 ticks = 3 s).
 PROCESS_TICK: Final = 0.2
 #: Real seconds a node may take to print the line the driver waits for.
 _WAIT: Final = 120.0
+#: ``0``: start every node with ``Popen``, each importing torch (no fork server).
+FORKSERVER_ENV: Final = "PROTOREF_NODE_FORKSERVER"
 
 
 class _Desc(NamedTuple):
@@ -69,17 +86,59 @@ class ProcessScenario:
     gates: dict[int, int] = field(default_factory=dict)
 
 
-class _Node:
-    """A node process and the lines it printed."""
+class _Launcher:
+    """Starts node processes: forked from one fork server (started with the first node), or
+    with ``Popen`` (disabled by :data:`FORKSERVER_ENV`, or the server would not fork)."""
 
-    def __init__(self, args: dict[str, Any]) -> None:
-        self.proc = subprocess.Popen(
+    def __init__(self) -> None:
+        self._server: ForkServer | None = None
+        self._popen = os.environ.get(FORKSERVER_ENV, "1") == "0"
+
+    def start(self, args: dict[str, Any]) -> subprocess.Popen[str] | ForkedProcess:
+        if not self._popen:
+            if self._server is None:
+                self._server = ForkServer()
+            forked = self._server.spawn(args)
+            if forked is not None:
+                return forked
+            self._popen = True  # the server said why, once
+            self.close()
+        return subprocess.Popen(
             [sys.executable, "-m", "protoref.torch.node", json.dumps(args)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+
+#: The launchers of the :func:`node_processes` blocks being run (the innermost last).
+_SHARED: list[_Launcher] = []
+
+
+@contextlib.contextmanager
+def node_processes() -> Iterator[None]:
+    """Inside, every :func:`run_processes` forks its nodes from one fork server, started with
+    the first node and ended (with any child left) at the block's end."""
+    launcher = _Launcher()
+    _SHARED.append(launcher)
+    try:
+        yield
+    finally:
+        _SHARED.remove(launcher)
+        launcher.close()
+
+
+class _Node:
+    """A node process and the lines it printed."""
+
+    def __init__(self, launcher: _Launcher, args: dict[str, Any]) -> None:
+        self.proc = launcher.start(args)
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         self.name: str | None = None
@@ -129,14 +188,16 @@ class _Node:
 
     def close(self) -> None:
         """Kill the process if it still runs, reap it and close its pipes."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(_WAIT)
-        self._reader.join(_WAIT)  # its stdout ends with the process
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):  # stdin of a dead process: broken pipe
-                    pipe.close()
+        try:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait(_WAIT)
+        finally:
+            self._reader.join(_WAIT)  # its stdout ends with the process
+            for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):  # stdin of a dead process: broken pipe
+                        pipe.close()
 
 
 def run_processes(
@@ -171,25 +232,30 @@ def run_processes(
         "lock": str(lock),
     }
     tracer = HandlerTracer(work / "driver.jsonl", 1.0, lock=lock)
-    nodes = {
-        i: _Node(
-            {
-                **base,
-                "addr": f"127.0.0.{i + 1}",
-                "seed": seed * 100 + i,
-                "raw": f"raw{i}.jsonl",
-                "gate": True,
-                "plan": list(plan),
-            }
-        )
-        for i, plan in enumerate(scenario.plans)
-    }
+    launcher = _SHARED[-1] if _SHARED else _Launcher()
+    nodes: dict[int, _Node] = {}
     try:
+        for i, plan in enumerate(scenario.plans):
+            nodes[i] = _Node(
+                launcher,
+                {
+                    **base,
+                    "addr": f"127.0.0.{i + 1}",
+                    "seed": seed * 100 + i,
+                    "raw": f"raw{i}.jsonl",
+                    "gate": True,
+                    "plan": list(plan),
+                },
+            )
         problems = _drive(scenario, nodes, StepContext(tracer, clock, cfg))
     finally:
-        for node in nodes.values():
-            node.close()
-        tracer.close()
+        try:
+            for node in nodes.values():
+                node.close()
+        finally:
+            tracer.close()
+            if launcher not in _SHARED:
+                launcher.close()
     descs = [_desc(n.name) for n in nodes.values() if n.name is not None]
     header = torch_header(
         cfg,
