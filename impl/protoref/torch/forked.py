@@ -212,7 +212,7 @@ class ForkServer:
                 if not isinstance(msg, dict):
                     raise ValueError(f"not an object: {msg!r}")
                 self._take(msg)
-        except (OSError, ValueError) as err:  # JSONDecodeError and UnicodeDecodeError too
+        except (OSError, ValueError, KeyError, TypeError) as err:  # a broken or garbled answer
             why = f"the fork server's answers ended: {type(err).__name__}: {err}"
         code = self.process.poll()
         if code is None:
