@@ -152,10 +152,7 @@ def serve(conn: socket.socket, spawn: Spawn) -> None:
                     del children[int(key.fd)]
                     _send(conn, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
                     continue
-                try:
-                    data, fds, flags, _ = socket.recv_fds(conn, MAX_PACKET, _FDS + 1)
-                except ConnectionError:
-                    return
+                data, fds, flags, _ = socket.recv_fds(conn, MAX_PACKET, _FDS + 1)
                 if not data and not fds:
                     return  # the client closed the socket (or died)
                 try:
@@ -186,6 +183,8 @@ def serve(conn: socket.socket, spawn: Spawn) -> None:
                 children[pidfd] = pid
                 sel.register(pidfd, selectors.EVENT_READ, pid)
                 _send(conn, {"id": rid, "pid": pid})
+    except ConnectionError:
+        return  # the client is gone: nobody to answer
     finally:
         for pidfd, pid in children.items():
             with contextlib.suppress(ProcessLookupError):
