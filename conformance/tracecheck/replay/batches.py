@@ -13,6 +13,7 @@ from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.tlcrun import printed_values, require_clean, run_rendered
 from tracecheck.replay.tracespec import DONE_TAG, MAX_TAG, SIM_MODULE, RenderedBatch, render_batch
 from tracecheck.replay.verdicts import Rejection, TraceVerdict
+from tracecheck.replay.watch import breached_traces, watched
 from tracecheck.runner.results import TLCResult
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.traces.load import Trace
@@ -55,17 +56,11 @@ def furthest_cursors(result: TLCResult, count: int) -> list[int]:
 SIM_SEED = 1
 
 
-def _simulation_pass(
-    rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None, hidden: int = 0
-) -> set[int]:
-    """The numbers (1-based) of the traces that TLC's random simulation consumed."""
-    return simulate_rendered(rendered, library, options, hidden)[0]
-
-
 def simulate_rendered(
     rendered: RenderedBatch, library: Sequence[Path], options: TLCOptions | None, hidden: int = 0
 ) -> tuple[set[int], TLCResult | None]:
-    """:func:`_simulation_pass`'s traces, and TLC's result (None: no simulation module)."""
+    """The numbers (1-based) of the traces that TLC's random simulation consumed, and TLC's
+    result (None: no simulation module)."""
     if rendered.sim_module is None or rendered.sim_cfg is None:
         return set(), None
     base = options or TLCOptions()
@@ -118,7 +113,11 @@ def _end_line(trace: Trace) -> int:
 
 class GroupRun:
     """Verdicts for batches of traces with the same constants: the simulation pass, then
-    breadth-first search on the traces it did not accept (see the module docstring)."""
+    breadth-first search on the traces it did not accept (see the module docstring).
+
+    ``watch``: invariants every run also evaluates (:mod:`tracecheck.replay.watch`);
+    ``breached[i]`` then says whether a state of trace ``i`` broke one in the run that
+    decided it (None: not watched, or not decided here)."""
 
     def __init__(
         self,
@@ -129,10 +128,13 @@ class GroupRun:
         options: TLCOptions | None,
         variables: Sequence[str] | None,
         reader: Path | None,
+        watch: Sequence[str] | None = None,
     ) -> None:
         self.traces, self.mapping, self.library = traces, mapping, library
         self.options, self.variables, self.reader = options, variables, reader
+        self.watch = list(watch) if watch else None
         self.verdicts: list[TraceVerdict | None] = [None] * len(traces)
+        self.breached: list[bool | None] = [None] * len(traces)
         self.runs = self.simulated = self.distinct = 0
         # chunks are checked in threads (TLC runs as another process); counts are shared
         self._lock = threading.Lock()
@@ -151,25 +153,30 @@ class GroupRun:
         return trace
 
     def render(self, indices: Sequence[int], *, simulation: bool = True) -> RenderedBatch:
-        return render_batch(
+        rendered = render_batch(
             [self.trace(i) for i in indices],
             self.mapping,
             compact=True,
             variables=self.variables if simulation else None,
             reader=self.reader,
         )
+        return rendered if self.watch is None else watched(rendered, self.watch, self.mapping.vars)
 
     def check(self, indices: Sequence[int], rendered: RenderedBatch) -> None:
         rest = list(indices)
         if self.variables:
             hidden = self.mapping.max_hidden if self.mapping.hidden_steps else 0
-            done = _simulation_pass(rendered, self.library, self.options, hidden)
+            done, sim = simulate_rendered(rendered, self.library, self.options, hidden)
             self._count(runs=1, simulated=len(done))
+            # (the walked behaviour of each accepted trace is among the states evaluated)
+            broke = set() if sim is None else breached_traces(sim, len(rest))
             for number in sorted(done):
                 i = rest[number - 1]
                 trace = self.trace(i)
                 end = rendered.end_steps[number - 1]
                 self.verdicts[i] = cursor_verdict(trace, len(trace.events) + end + 1, end)
+                if self.watch is not None:
+                    self.breached[i] = number in broke
             if done:  # breadth-first search gets its own, smaller batch
                 rest = [i for n, i in enumerate(rest, start=1) if n not in done]
                 if not rest:
@@ -181,8 +188,13 @@ class GroupRun:
         require_clean(result, f"{len(batch)} trace(s) starting with {batch[0].source}")
         self._count(distinct=result.stats.distinct or 0)
         cursors = furthest_cursors(result, len(batch))
-        for i, furthest, end in zip(rest, cursors, rendered.end_steps, strict=True):
+        broke = breached_traces(result, len(batch))
+        for number, (i, furthest, end) in enumerate(
+            zip(rest, cursors, rendered.end_steps, strict=True), start=1
+        ):
             self.verdicts[i] = cursor_verdict(self.trace(i), furthest, end)
+            if self.watch is not None:
+                self.breached[i] = number in broke
 
 
 def chunks(

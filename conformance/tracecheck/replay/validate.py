@@ -80,17 +80,22 @@ def validate_traces(
     explain_limit: int | None = None,
     options: TLCOptions | None = None,
     simulate: bool = True,
+    watch: Sequence[str] | None = None,
 ) -> ValidationReport:
     """Check every trace against the spec; batch by constants; explain each rejection.
 
     ``simulate=False`` skips the simulation pass (breadth-first search decides every trace).
     ``explain_limit`` explains only the first that many rejections (each is a TLC run of its
-    own: explaining 200 rejected traces took minutes); ``explain=False`` none.
+    own: explaining 200 rejected traces took minutes); ``explain=False`` none. ``watch``: the
+    invariants the runs also evaluate (:mod:`tracecheck.replay.watch`; what
+    :func:`~tracecheck.replay.witness.check_invariants` then needs no run for).
     """
     started = time.monotonic()
     sources = [_Source(t.source, t.header, len(t.events), trace=t) for t in traces]
     explain_at_most = explain_limit if explain else 0
-    return _validate(sources, mapping, spec_root, started, explain_at_most, options, simulate)[1]
+    return _validate(
+        sources, mapping, spec_root, started, explain_at_most, options, simulate, watch
+    )[1]
 
 
 def validate_files(
@@ -104,6 +109,7 @@ def validate_files(
     simulate: bool = True,
     probe_events: int | None = None,
     window: int | None = None,
+    watch: Sequence[str] | None = None,
 ) -> tuple[list[Trace], ValidationReport]:
     """:func:`validate_traces` on trace files, each loaded just before its chunk is rendered:
     TLC checks the first chunk while the next files are read (their headers and line counts,
@@ -125,6 +131,9 @@ def validate_files(
     memory bounded by the window, the same verdict). The returned trace of a file decided on
     a prefix is that prefix; of a file checked in windows, its events up to the rejection,
     or its first window when accepted.
+
+    ``watch`` as for :func:`validate_traces`, in the run that checks files whole (a file
+    accepted in windows is not watched: its ``watch_breach`` is None).
     """
     started = time.monotonic()
     peeks = [p if isinstance(p, TracePeek) else peek_trace(p) for p in paths]
@@ -169,7 +178,7 @@ def validate_files(
         for p in (spooled(peeks[i]) for i in rest)
     ]
     traces, report = _validate(
-        sources, mapping, spec_root, started, explain_at_most, options, simulate
+        sources, mapping, spec_root, started, explain_at_most, options, simulate, watch
     )
     if not decided and not spent.runs:
         return traces, report
@@ -303,6 +312,7 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
     explain_limit: int | None,
     options: TLCOptions | None,
     simulate: bool,
+    watch: Sequence[str] | None = None,
 ) -> tuple[list[Trace], ValidationReport]:
     for source in sources:
         if source.header.protocol != mapping.protocol:
@@ -323,6 +333,7 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
         options=options,
         variables=spec_variables(library, mapping) if simulate else None,
         reader=reader_classes(),
+        watch=watch,
     )
     # The implementation's schema is checked in a thread while TLC (another process) runs:
     # both take about as long per event, and the machine has two cores.
@@ -368,6 +379,11 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
         _with_claim(trace, verdict, claim)
         for trace, verdict, claim in zip(traces, run.verdicts, claims, strict=True)
     ]
+    if watch:
+        final = [
+            v.model_copy(update={"watch_breach": b}) if v.accepted else v
+            for v, b in zip(final, run.breached, strict=True)
+        ]
     if explain_limit != 0:
         explained = 0
         for i, verdict in enumerate(final):
@@ -396,6 +412,7 @@ def _validate(  # noqa: PLR0917 - the two public entry points' options, passed o
         events=events,
         seconds=seconds,
         distinct_states=run.distinct,
+        watched=list(watch) if watch else None,
         rate=events / seconds if seconds else 0.0,
     )
 

@@ -56,6 +56,9 @@ class TraceVerdict(BaseModel):
     rejection: Rejection | None = None
     #: Filled by the explain pass for rejected traces.
     explanation: object | None = None
+    #: With invariants watched (:mod:`tracecheck.replay.watch`), for an accepted trace: whether
+    #: a state the run that accepted it explored for it broke one (None: not watched).
+    watch_breach: bool | None = None
 
 
 class ValidationReport(BaseModel):
@@ -75,6 +78,8 @@ class ValidationReport(BaseModel):
     events: int
     seconds: float
     distinct_states: int = 0
+    #: The invariants the runs watched (each accepted verdict's ``watch_breach``), if any.
+    watched: list[str] | None = None
     rate: float = Field(default=0.0, description="events per second, end to end")
 
     @property
