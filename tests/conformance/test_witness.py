@@ -16,7 +16,7 @@ from tracecheck.protocols import load_mapping
 from tracecheck.replay.tlcrun import CheckerError, run_rendered, spec_library
 from tracecheck.replay.tracespec import render_batch
 from tracecheck.replay.validate import validate_traces
-from tracecheck.replay.witness import check_invariants, protocol_invariants
+from tracecheck.replay.witness import check_invariants, protocol_invariants, validate_checked
 from tracecheck.runner.results import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -129,3 +129,77 @@ def test_an_rref_campaign_keeps_every_invariant_on_its_accepted_behaviours() -> 
     assert [v.clean for v in result.invariants.verdicts] == [True] * 4, [
         v.summary() for v in result.invariants.verdicts
     ]
+    # every state the acceptance run explored keeps them: no second run
+    assert (result.invariants.tlc_runs, result.invariants.settled) == (0, 1)
+
+
+# --- the invariants watched in the acceptance run (tracecheck.replay.watch) -----------------
+
+
+def test_a_batch_no_explored_state_of_which_breaks_an_invariant_needs_no_second_run() -> None:
+    traces = [trace(GOOD[:2], "short.ndjson"), trace(GOOD[:1], "one.ndjson")]
+    _, report, witness = validate_checked(traces, LEDGER_AUDIT, SPEC_ROOT, invariants=True)
+    assert report.watched == ["TypeOK", "SingleHolderInv"]
+    assert [v.watch_breach for v in report.verdicts] == [False, False]
+    assert witness is not None
+    assert (witness.tlc_runs, witness.settled) == (0, 1)
+    assert [(v.clean, v.clean_events) for v in witness.verdicts] == [(True, 2), (True, 1)]
+    # the same verdicts as the pruning run gives, which the old path still takes
+    _, unwatched, old = validate_checked(
+        traces, LEDGER_AUDIT, SPEC_ROOT, invariants=True, settle=False
+    )
+    assert (unwatched.watched, [v.watch_breach for v in unwatched.verdicts]) == (None, [None] * 2)
+    assert old is not None
+    assert (old.tlc_runs, old.settled) == (1, 0)
+    assert old.verdicts == witness.verdicts
+
+
+def test_a_batch_with_a_breaking_trace_gets_the_same_breach_as_from_two_runs() -> None:
+    traces = [trace(GOOD, "good.ndjson"), trace(GOOD[:2], "short.ndjson")]
+    _, report, witness = validate_checked(traces, LEDGER_AUDIT, SPEC_ROOT, invariants=True)
+    _, unwatched, old = validate_checked(
+        traces, LEDGER_AUDIT, SPEC_ROOT, invariants=True, settle=False
+    )
+    assert witness is not None
+    assert old is not None
+    # watching changes no acceptance verdict, nor which pass gave it (the simulation pass
+    # accepts both: the watch works in TLC's simulation mode too)
+    assert [v.model_copy(update={"watch_breach": None}) for v in report.verdicts] == (
+        unwatched.verdicts
+    )
+    assert (
+        (report.simulated, report.tlc_runs) == (unwatched.simulated, unwatched.tlc_runs) == (2, 1)
+    )
+    assert [v.watch_breach for v in report.verdicts] == [True, False]
+    assert (witness.tlc_runs, witness.settled) == (1, 0)  # the batch has a breach: its run
+    assert witness.verdicts == old.verdicts
+    broken, clean = witness.verdicts
+    assert clean.clean
+    assert (broken.clean, broken.event, broken.line) == (False, 3, 4)
+    (breach,) = broken.breaches
+    assert (breach.invariants, breach.after) == (["SingleHolderInv"], 3)
+    assert breach.state == {"balance": "[a |-> 1, b |-> 2]", "inbox": "{}"}
+
+
+def test_batches_are_settled_each_on_its_own_breaches() -> None:
+    # two batches (the ledger's Max differs): the clean one is settled, the other one runs
+    clean = trace(GOOD[:2], "short.ndjson", maximum=4)
+    traces = [trace(GOOD, "good.ndjson"), clean]
+    _, _, witness = validate_checked(traces, LEDGER_AUDIT, SPEC_ROOT, invariants=True)
+    assert witness is not None
+    assert (witness.tlc_runs, witness.settled) == (1, 1)
+    assert [v.clean for v in witness.verdicts] == [False, True]
+
+
+def test_a_breach_on_a_dead_end_only_leaves_the_accepted_trace_clean() -> None:
+    # With unlogged deposits the acceptance run explores a hidden Deposit(b, 1) before a's
+    # logged deposit (two holders): the watch sees the breach, and the pruning run finds the
+    # behaviour that explains the trace clean.
+    traces = [trace([event("Deposit", "a", 1, 1, a=1)], "one.ndjson")]
+    _, report, witness = validate_checked(traces, LEDGER_AUDIT_HIDDEN, SPEC_ROOT, invariants=True)
+    assert report.all_accepted
+    assert [v.watch_breach for v in report.verdicts] == [True]
+    assert witness is not None
+    assert witness.tlc_runs == 1
+    (verdict,) = witness.verdicts
+    assert verdict.clean

@@ -28,10 +28,9 @@ from pydantic import BaseModel, ConfigDict
 from tracecheck.protocols import load_mapping, load_simulator
 from tracecheck.protocols.mapping import ProtocolMap
 from tracecheck.replay.artifacts import keep_failures, rejections
-from tracecheck.replay.validate import validate_files
 from tracecheck.replay.verdicts import ValidationReport
-from tracecheck.replay.witness import WitnessReport, check_invariants
-from tracecheck.traces.load import Trace, TraceFormatError, load_trace, peek_trace
+from tracecheck.replay.witness import WitnessReport, validate_checked
+from tracecheck.traces.load import TraceFormatError, load_trace, peek_trace
 
 __all__ = [
     "CampaignResult",
@@ -161,10 +160,15 @@ def run_campaign(
                 paths[seed] = path
         simulated = time.monotonic() - started
         readable = _readable(paths, failures)
-        verdict_seeds, traces, report = _validate(
-            readable, failures, mapping, spec_root, explain=explain, explain_limit=explain_limit
+        verdict_seeds, report, witness = _validate(
+            readable,
+            failures,
+            mapping,
+            spec_root,
+            explain=explain,
+            explain_limit=explain_limit,
+            invariants=invariants,
         )
-        witness = check_invariants(traces, report, mapping, spec_root) if invariants else None
         result = CampaignResult(
             protocol=protocol,
             seeds=seeds,
@@ -214,17 +218,19 @@ def _validate(
     *,
     explain: bool,
     explain_limit: int | None,
-) -> tuple[list[int], list[Trace], ValidationReport]:
-    """Validate the readable traces (their seeds come back, in the report's order); a trace that
-    turns out malformed (a format error while it is loaded) is moved to ``failures`` and the
-    rest validated again."""
+    invariants: bool,
+) -> tuple[list[int], ValidationReport, WitnessReport | None]:
+    """Validate the readable traces (their seeds come back, in the report's order), and with
+    ``invariants`` check them on the accepted behaviours; a trace that turns out malformed (a
+    format error while it is loaded) is moved to ``failures`` and the rest validated again."""
     remaining = dict(paths)
     while True:
         try:
-            traces, report = validate_files(
+            _, report, witness = validate_checked(
                 list(remaining.values()),
                 mapping,
                 spec_root,
+                invariants=invariants,
                 explain=explain,
                 explain_limit=explain_limit,
             )
@@ -236,7 +242,7 @@ def _validate(
             failure = failures.get(seed, RunFailure(seed=seed, trace=exc.source))
             failures[seed] = failure.model_copy(update={"unreadable": str(exc)[:_SHOWN]})
         else:
-            return list(remaining), traces, report
+            return list(remaining), report, witness
 
 
 def keep_campaign(

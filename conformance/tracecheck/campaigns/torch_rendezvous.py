@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from tracecheck.protocols import load_mapping
 from tracecheck.replay.validate import validate_files
 from tracecheck.replay.verdicts import TraceVerdict, ValidationReport
-from tracecheck.replay.witness import WitnessReport, WitnessVerdict, check_invariants
+from tracecheck.replay.witness import WitnessReport, WitnessVerdict, validate_checked
 from tracecheck.traces.load import load_trace
 
 __all__ = [
@@ -157,8 +157,10 @@ def run_torch_campaign(
                 on_run(name, seed, time.monotonic() - began)
     run_seconds = time.monotonic() - started
     mapping = load_mapping("rendezvous")
-    traces, report = validate_files([d.trace for d in done], mapping, spec_root, explain=explain)
-    witness = check_invariants(traces, report, mapping, spec_root)
+    _, report, witness = validate_checked(
+        [d.trace for d in done], mapping, spec_root, invariants=True, explain=explain
+    )
+    assert witness is not None  # (asked for)
     reference = _reference_verdicts(done, folder, spec_root)
     verdicts = [
         _verdict(d, v, _witness_of(witness, v.source), reference.get(str(d.trace)))

@@ -23,8 +23,8 @@ from tracecheck.replay.artifacts import keep_failures
 from tracecheck.replay.coverage import CoverageSummary, action_coverage
 from tracecheck.replay.report import print_report
 from tracecheck.replay.stream import STREAM_WINDOW
-from tracecheck.replay.validate import validate_files, validate_traces
-from tracecheck.replay.witness import WitnessReport, check_invariants, print_witness
+from tracecheck.replay.validate import validate_files
+from tracecheck.replay.witness import WitnessReport, print_witness, validate_checked
 from tracecheck.runner.toolchain import toolchain
 from tracecheck.traces.load import load_trace, merge_traces, peek_trace
 from tracecheck.traces.source import IDLE_SECONDS
@@ -164,25 +164,18 @@ def _cmd_validate(args: argparse.Namespace, console: Console) -> int:
         raise TracecheckError(f"traces of several protocols {sorted(protocols)}: pass --mapping")
     mapping = load_mapping(args.mapping or protocols.pop())
     toolchain()
-    explain = not args.no_explain
-    if merged:
-        traces = merged
-        report = validate_traces(
-            traces, mapping, args.spec_root, explain=explain, explain_limit=args.explain
-        )
-    else:  # each file read as its chunk comes, while TLC checks the previous ones
-        traces, report = validate_files(
-            peeks,
-            mapping,
-            args.spec_root,
-            explain=explain,
-            explain_limit=args.explain,
-            probe_events=args.probe or None,
-            # (the invariants are checked on the whole accepted behaviour: no windows)
-            window=None if args.invariants else args.window or None,
-        )
+    # each file read as its chunk comes, while TLC checks the previous ones
+    traces, report, witness = validate_checked(
+        merged or peeks,
+        mapping,
+        args.spec_root,
+        invariants=args.invariants,
+        explain=not args.no_explain,
+        explain_limit=args.explain,
+        probe_events=args.probe or None,
+        window=args.window or None,  # (not with --invariants: checked whole)
+    )
     coverage = action_coverage(report, mapping, args.spec_root)
-    witness = check_invariants(traces, report, mapping, args.spec_root) if args.invariants else None
     kept = keep_failures(
         traces,
         report,

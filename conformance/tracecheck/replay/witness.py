@@ -21,6 +21,11 @@ One extra TLC run per batch of constants, on the generated trace spec, with the 
 invariants by name (a generated module EXTENDS the trace spec; nothing is re-implemented). When
 the trace spec is deterministic (one state per event, as for RRef and rendezvous traces) the
 verdict is the plain check of every state of the one accepting behaviour.
+
+Most batches need no such run: when the acceptance run watched the invariants
+(:mod:`tracecheck.replay.watch`, :func:`validate_checked`) and no state it explored for the
+batch's traces broke one, every accepting behaviour is clean, and so is every trace. Only a
+batch with a printed breach (on a dead end, perhaps) gets the pruning run.
 """
 
 from __future__ import annotations
@@ -49,13 +54,15 @@ from tracecheck.replay.tlcrun import (
 )
 from tracecheck.replay.tracedata import constants_for
 from tracecheck.replay.tracespec import TRACE_MODULE, RenderedBatch, render_batch
+from tracecheck.replay.validate import validate_files, validate_traces
 from tracecheck.replay.verdicts import ValidationReport
+from tracecheck.replay.watch import BREACH_TAG, breach_print, checked_names, failing
 from tracecheck.runner.manifest import MANIFEST_NAME, Expect, ProtocolManifest
 from tracecheck.runner.results import TLCResult, Verdict
 from tracecheck.runner.tlc import TLCOptions
 from tracecheck.tla.cfgfile import KEYWORDS, strip_comments
 from tracecheck.tla.values import TLAValue, format_value
-from tracecheck.traces.load import Trace
+from tracecheck.traces.load import Trace, TracePeek
 
 __all__ = [
     "WITNESS_MODULE",
@@ -65,15 +72,11 @@ __all__ = [
     "check_invariants",
     "print_witness",
     "protocol_invariants",
+    "validate_checked",
     "witness_files",
 ]
 
 WITNESS_MODULE = "TraceWitness"
-#: The PrintT tag of an invariant failure: <<tag, trace, cursor, hidden, {names}, vars>>.
-BREACH_TAG = "tv_inv"
-#: The invariant that, by the project's convention, says every variable has its type: when it
-#: fails the others may be undefined (a function applied outside its domain), so it gates them.
-TYPE_INVARIANT = "TypeOK"
 
 
 class InvariantBreach(BaseModel):
@@ -126,7 +129,10 @@ class WitnessReport(BaseModel):
     protocol: str
     invariants: list[str]
     verdicts: list[WitnessVerdict]
+    #: The pruning runs (one per batch of constants that needed one).
     tlc_runs: int
+    #: Batches every trace of which the acceptance run settled (no explored state broke one).
+    settled: int = 0
     seconds: float
     distinct_states: int = 0
 
@@ -200,14 +206,6 @@ def _witness_cfg(cfg: str) -> tuple[str, list[str]]:
     return "\n".join(kept) + "\n", constraints
 
 
-def _failing(invariants: Sequence[str]) -> str:
-    others = [n for n in invariants if n != TYPE_INVARIANT]
-    union = " \\cup ".join(f'(IF {n} THEN {{}} ELSE {{"{n}"}})' for n in others) or "{}"
-    if TYPE_INVARIANT not in invariants:
-        return union
-    return f'IF ~{TYPE_INVARIANT} THEN {{"{TYPE_INVARIANT}"}} ELSE {union}'
-
-
 def _witness_module(invariants: Sequence[str], constraints: Sequence[str], vars_name: str) -> str:
     original = " /\\ ".join(constraints) or "TRUE"
     return (
@@ -220,12 +218,11 @@ def _witness_module(invariants: Sequence[str], constraints: Sequence[str], vars_
                 "\\* behaviour explains the trace.",
                 f"EXTENDS {TRACE_MODULE}, TLC",
                 "",
-                f"TVFailing == {_failing(invariants)}",
+                f"TVFailing == {failing(invariants)}",
                 "",
                 "WitnessWatch ==",
                 f"  IF TVFailing = {{}} THEN {original}",
-                f"  ELSE PrintT(<<{format_value(BREACH_TAG)}, tvTrace, tvCursor, tvHidden, "
-                f"TVFailing, {vars_name}>>) /\\ FALSE",
+                f"  ELSE {breach_print(vars_name)} /\\ FALSE",
                 "====",
             ]
         )
@@ -306,28 +303,40 @@ def check_invariants(
     *,
     invariants: Sequence[str] | None = None,
     options: TLCOptions | None = None,
+    settle: bool = True,
 ) -> WitnessReport:
     """Check ``invariants`` (default: :func:`protocol_invariants`) on the accepted behaviour of
-    every trace ``report`` accepted; rejected traces have none and are skipped."""
+    every trace ``report`` accepted; rejected traces have none and are skipped.
+
+    A batch whose traces the acceptance run watched for these invariants with no breach
+    (:mod:`tracecheck.replay.watch`) is clean without a run; ``settle=False`` runs every batch
+    (what the watch is compared with)."""
     started = time.monotonic()
-    names = (
-        list(invariants)
-        if invariants is not None
-        else list(protocol_invariants(mapping, spec_root))
+    names = checked_names(
+        list(invariants) if invariants is not None else protocol_invariants(mapping, spec_root)
     )
-    bad = [n for n in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
-    if bad or not names:
-        raise TracecheckError(f"invariants must be operator names, not {bad or 'nothing'}")
-    accepted = [t for t, v in zip(traces, report.verdicts, strict=True) if v.accepted]
+    accepted = [(t, v) for t, v in zip(traces, report.verdicts, strict=True) if v.accepted]
+    watched = settle and report.watched == names
     groups: dict[tuple[tuple[str, str], ...], list[Trace]] = {}
-    for trace in accepted:
-        groups.setdefault(tuple(sorted(constants_for(trace, mapping).items())), []).append(trace)
+    unbroken: dict[tuple[tuple[str, str], ...], bool] = {}
+    for trace, verdict in accepted:
+        key = tuple(sorted(constants_for(trace, mapping).items()))
+        groups.setdefault(key, []).append(trace)
+        unbroken[key] = unbroken.get(key, True) and watched and verdict.watch_breach is False
     library = spec_library(spec_root, mapping)
     labels = spec_variables(library, mapping)
     reader = reader_classes()
     verdicts: dict[int, WitnessVerdict] = {}
-    distinct = 0
-    for batch in groups.values():
+    distinct = runs = 0
+    for key, batch in groups.items():
+        if unbroken[key]:  # every accepting behaviour was explored, and no state broke one
+            for trace in batch:
+                total = len(trace.events)
+                verdicts[id(trace)] = WitnessVerdict(
+                    source=trace.source, events=total, clean=True, clean_events=total
+                )
+            continue
+        runs += 1
         rendered = render_batch(batch, mapping, reader=reader)
         module, cfg = witness_files(rendered, names, mapping)
         result = run_rendered(
@@ -353,8 +362,9 @@ def check_invariants(
     return WitnessReport(
         protocol=mapping.protocol,
         invariants=names,
-        verdicts=[verdicts[id(t)] for t in accepted],
-        tlc_runs=len(groups),
+        verdicts=[verdicts[id(t)] for t, _ in accepted],
+        tlc_runs=runs,
+        settled=len(groups) - runs,
         seconds=time.monotonic() - started,
         distinct_states=distinct,
     )
@@ -377,5 +387,51 @@ def print_witness(console: Console, report: WitnessReport) -> None:
     console.print(
         f"[{color}]invariants on the accepted behaviour: {clean}/{len(report.verdicts)} "
         f"traces clean[/] ({', '.join(report.invariants)}) in {report.seconds:.1f} s over "
-        f"{report.tlc_runs} TLC run(s)"
+        f"{report.tlc_runs} TLC run(s), {report.settled} batch(es) settled by the acceptance run"
     )
+
+
+def validate_checked(
+    inputs: Sequence[Path | TracePeek] | Sequence[Trace],
+    mapping: ProtocolMap,
+    spec_root: Path,
+    *,
+    invariants: bool,
+    explain: bool = True,
+    explain_limit: int | None = None,
+    probe_events: int | None = None,
+    window: int | None = None,
+    settle: bool = True,
+) -> tuple[list[Trace], ValidationReport, WitnessReport | None]:
+    """Validate trace files (:func:`~tracecheck.replay.validate.validate_files`) or loaded
+    traces (:func:`~tracecheck.replay.validate.validate_traces`) and, with ``invariants``,
+    check the protocol's invariants on the accepted behaviours: the acceptance run watches
+    them, and only batches with a breach get :func:`check_invariants`' run. Files are checked
+    whole then (``window`` is ignored: the invariants are checked on the whole behaviour).
+    ``settle=False``: the watch off, a pruning run for every batch (as before the watch)."""
+    names = list(protocol_invariants(mapping, spec_root)) if invariants else None
+    watch = names if settle else None
+    loaded = [t for t in inputs if isinstance(t, Trace)]
+    if loaded and len(loaded) == len(inputs):
+        traces = loaded
+        report = validate_traces(
+            traces, mapping, spec_root, explain=explain, explain_limit=explain_limit, watch=watch
+        )
+    else:
+        files = [p for p in inputs if not isinstance(p, Trace)]
+        if len(files) != len(inputs):
+            raise TypeError("validate_checked takes trace files or loaded traces, not both")
+        traces, report = validate_files(
+            files,
+            mapping,
+            spec_root,
+            explain=explain,
+            explain_limit=explain_limit,
+            probe_events=probe_events,
+            window=None if invariants else window,
+            watch=watch,
+        )
+    if names is None:
+        return traces, report, None
+    witness = check_invariants(traces, report, mapping, spec_root, invariants=names, settle=settle)
+    return traces, report, witness
