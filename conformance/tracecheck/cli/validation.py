@@ -57,7 +57,8 @@ def add_validate(sub: Any) -> None:
     validate.add_argument(
         "--invariants",
         action="store_true",
-        help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+        help="also check the spec's invariants on each accepted behaviour (a second TLC run "
+        "only for a batch where validation saw a state break one)",
     )
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.add_argument("--artifacts", type=Path, help=ARTIFACTS_HELP)
@@ -110,7 +111,8 @@ def add_campaign(sub: Any) -> None:
     campaign.add_argument(
         "--invariants",
         action="store_true",
-        help="also check the spec's invariants on each accepted behaviour (one more TLC run)",
+        help="also check the spec's invariants on each accepted behaviour (a second TLC run "
+        "only for a batch where validation saw a state break one)",
     )
     campaign.add_argument("--no-explain", action="store_true", help="explain no rejection")
     campaign.add_argument(
